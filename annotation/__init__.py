@@ -1,0 +1,1 @@
+"""Deception annotation, statistics and grounding audits (in progress)."""

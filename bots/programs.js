@@ -1,0 +1,367 @@
+'use strict'
+// run_programs: validation of low-level steps (controller/protocol.py shapes) and
+// their concurrent execution, one step loop per bot, with real cancellation.
+
+const { goals } = require('mineflayer-pathfinder')
+const { Vec3 } = require('vec3')
+const {
+  Aborted, BridgeError, abortable, log, sleep, sleepUntilTick, tick, round,
+  yawToProtocol, yawFromProtocol, pitchFromProtocol
+} = require('./util')
+
+// goto's success radius is never below this (a bot cannot stand exactly on a point).
+const MIN_GOTO_RANGE = 0.3
+// A path node is a block; the bot ends up near its centre. Node-level goal checks
+// allow this much slack, the last stretch is walked in a straight line ("nudge").
+const NODE_SLACK = 0.75
+const NUDGE_MAX_TICKS = 60
+// After an abort, how long to wait for the step loop to unwind before answering.
+const UNWIND_MS = 1000
+
+class StepFailed extends Error {}
+
+// ---- validation ----------------------------------------------------------------------
+
+const isNum = (v) => typeof v === 'number' && Number.isFinite(v)
+const isInt = (v) => Number.isInteger(v)
+
+// Field checkers: [predicate, description]; a field given as [checker, default] is optional.
+const F = {
+  vec3: [(v) => Array.isArray(v) && v.length === 3 && v.every(isNum), 'a list of 3 finite numbers'],
+  num: [isNum, 'a finite number'],
+  numGe0: [(v) => isNum(v) && v >= 0, 'a number >= 0'],
+  numGt0: [(v) => isNum(v) && v > 0, 'a number > 0'],
+  intGe0: [(v) => isInt(v) && v >= 0, 'an integer >= 0'],
+  intGe1: [(v) => isInt(v) && v >= 1, 'an integer >= 1'],
+  str: [(v) => typeof v === 'string', 'a string'],
+  agent: [(v) => typeof v === 'string' && v.length > 0, 'an agent id'],
+  // 1..256 characters as in protocol.py; also no control characters or section signs
+  // (servers kick for them) and no leading '/' (it would run a server command).
+  chat: [(v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !/[\u0000-\u001f\u007f\u00a7]/.test(v) && !v.startsWith('/'),
+    'a string of 1..256 characters without control characters or "\u00a7", not starting with "/"']
+}
+
+const SPECS = {
+  goto: { pos: F.vec3, range: [F.numGe0, 1.0] },
+  follow: { agent: F.agent, distance: [F.numGt0, 3.0], ticks: F.intGe1 },
+  approach: { agent: F.agent, range: F.numGt0 },
+  look: { yaw: F.num, pitch: [F.num, 0.0] },
+  turn: { yaw: F.num },
+  wait: { ticks: F.intGe0 },
+  chat: { text: F.chat },
+  mark: { tag: F.str }
+}
+
+/**
+ * Checks one step against its shape; returns a normalised copy (defaults filled in).
+ * @throws {Error} with a human-readable reason
+ */
+function validateStep (step, index, selfId, knownIds) {
+  const where = `step ${index}`
+  if (!step || typeof step !== 'object' || Array.isArray(step)) throw new Error(`${where}: must be an object`)
+  const spec = SPECS[step.op]
+  if (!spec) throw new Error(`${where}: unknown op ${JSON.stringify(step.op)} (expected one of ${Object.keys(SPECS).join(', ')})`)
+  const out = { op: step.op }
+  for (const key of Object.keys(step)) {
+    if (key !== 'op' && !(key in spec)) throw new Error(`${where} (${step.op}): unexpected field ${JSON.stringify(key)}`)
+  }
+  for (const [key, def] of Object.entries(spec)) {
+    const optional = Array.isArray(def[0])
+    const [check, desc] = optional ? def[0] : def
+    const value = step[key]
+    if (value === undefined || (optional && value === null)) {
+      if (!optional) throw new Error(`${where} (${step.op}): missing field ${JSON.stringify(key)}`)
+      out[key] = def[1]
+      continue
+    }
+    if (!check(value)) throw new Error(`${where} (${step.op}): ${key} must be ${desc}, got ${JSON.stringify(value)}`)
+    out[key] = value
+  }
+  if (out.agent !== undefined) {
+    if (out.agent === selfId) throw new Error(`${where} (${step.op}): a bot cannot ${step.op} itself`)
+    if (!knownIds.has(out.agent)) throw new Error(`${where} (${step.op}): unknown agent ${JSON.stringify(out.agent)}`)
+  }
+  return out
+}
+
+function validateProgram (steps, selfId, knownIds) {
+  if (!Array.isArray(steps)) throw new Error('program must be a list of steps')
+  return steps.map((s, i) => validateStep(s, i, selfId, knownIds))
+}
+
+// ---- execution -----------------------------------------------------------------------
+
+const posOf = (bot) => {
+  const p = bot.entity.position
+  return [round(p.x), round(p.y), round(p.z)]
+}
+
+/** Stops everything a bot may be doing on its own: path, goal, movement keys. */
+function stopBot (bot) {
+  if (!bot) return
+  try {
+    if (bot.pathfinder) bot.pathfinder.setGoal(null)
+  } catch (err) { log('setGoal(null) failed', err) }
+  try { bot.clearControlStates() } catch (err) { log('clearControlStates failed', err) }
+}
+
+/** Goal: stand on a block whose centre is within `radius` of `target` (3-D). */
+class GoalWithin extends goals.Goal {
+  constructor (target, radius) {
+    super()
+    this.target = target
+    this.radiusSq = radius * radius
+    // Pathfinder helpers read x/y/z of goals (e.g. for debug drawing).
+    this.x = Math.floor(target.x)
+    this.y = Math.floor(target.y)
+    this.z = Math.floor(target.z)
+  }
+
+  heuristic (node) {
+    const dx = this.target.x - (node.x + 0.5)
+    const dz = this.target.z - (node.z + 0.5)
+    return Math.sqrt(dx * dx + dz * dz) + Math.abs(this.target.y - node.y)
+  }
+
+  isEnd (node) {
+    const dx = this.target.x - (node.x + 0.5)
+    const dy = this.target.y - node.y
+    const dz = this.target.z - (node.z + 0.5)
+    return dx * dx + dy * dy + dz * dz <= this.radiusSq
+  }
+}
+
+function waitPhysicsTicks (bot, n, signal) {
+  return abortable(bot.waitForTicks(n), signal)
+}
+
+/**
+ * Walks straight at `target` until within `tol` (3-D, feet) and settled there.
+ * @returns {Promise<boolean>}
+ */
+async function nudge (bot, target, tol, signal) {
+  try {
+    for (let i = 0; i < NUDGE_MAX_TICKS; i++) {
+      const p = bot.entity.position
+      if (p.distanceTo(target) <= tol) {
+        bot.clearControlStates()
+        await waitPhysicsTicks(bot, 3, signal) // let momentum die out, then re-check
+        if (bot.entity.position.distanceTo(target) <= tol) return true
+        continue
+      }
+      const dx = target.x - p.x
+      const dz = target.z - p.z
+      const dh = Math.sqrt(dx * dx + dz * dz)
+      if (dh < 0.05) return false // only the height differs: walking cannot fix it
+      await bot.look(Math.atan2(-dx, -dz), 0, true)
+      bot.setControlState('sprint', false)
+      bot.setControlState('sneak', dh < 1.0) // slow down for the last block
+      bot.setControlState('forward', true)
+      await waitPhysicsTicks(bot, 1, signal)
+    }
+    return bot.entity.position.distanceTo(target) <= tol
+  } finally {
+    bot.clearControlStates()
+  }
+}
+
+class ProgramRunner {
+  constructor (fleet) {
+    this.fleet = fleet
+  }
+
+  /** The live entity of another agent as `bot` sees it, or null. */
+  targetEntity (bot, targetAgent) {
+    if (!targetAgent.connected) return null
+    const info = bot.players[targetAgent.username]
+    return (info && info.entity && info.entity.isValid !== false) ? info.entity : null
+  }
+
+  async execStep (agent, step, signal, events) {
+    const bot = agent.bot
+    switch (step.op) {
+      case 'goto': return this.execGoto(bot, step, signal)
+      case 'follow': return this.execFollow(agent, step, signal)
+      case 'approach': return this.execApproach(agent, step, signal, events)
+      case 'look':
+        await bot.look(yawFromProtocol(step.yaw), pitchFromProtocol(step.pitch), true)
+        return waitPhysicsTicks(bot, 1, signal) // the look packet goes out on the next tick
+      case 'turn': {
+        const yaw = yawToProtocol(bot.entity.yaw) + step.yaw
+        await bot.look(yawFromProtocol(yaw), bot.entity.pitch, true)
+        return waitPhysicsTicks(bot, 1, signal)
+      }
+      case 'wait':
+        return sleepUntilTick(tick() + step.ticks, signal)
+      case 'chat':
+        bot.chat(step.text)
+        events.push({ kind: 'chat', tick: tick(), pos: posOf(bot), text: step.text })
+        return
+      case 'mark':
+        events.push({ kind: 'mark', tick: tick(), pos: posOf(bot), tag: step.tag })
+        return
+      default:
+        throw new StepFailed(`unknown op ${step.op}`)
+    }
+  }
+
+  async execGoto (bot, step, signal) {
+    const target = new Vec3(step.pos[0], step.pos[1], step.pos[2])
+    const tol = Math.max(step.range, MIN_GOTO_RANGE)
+    const dist = () => bot.entity.position.distanceTo(target)
+    if (dist() <= tol) return
+    // Node centres within this radius leave at most ~0.5 block to the real position.
+    const radius = Math.max(tol - 0.5, NODE_SLACK)
+    try {
+      await abortable(bot.pathfinder.goto(new GoalWithin(target, radius)), signal)
+    } catch (err) {
+      if (err instanceof Aborted) throw err
+      throw new StepFailed(`goto ${step.pos}: ${err.name === 'NoPath' ? 'no path' : err.message}`)
+    }
+    if (dist() <= tol) return
+    if (await nudge(bot, target, tol, signal)) return
+    throw new StepFailed(`goto ${step.pos}: stopped ${dist().toFixed(2)} blocks away (range ${tol})`)
+  }
+
+  async execFollow (agent, step, signal) {
+    const bot = agent.bot
+    const target = this.fleet.agents.get(step.agent)
+    const end = tick() + step.ticks
+    let entity = this.targetEntity(bot, target)
+    if (!entity) throw new StepFailed(`follow: ${step.agent} is not visible (disconnected or out of range)`)
+    bot.pathfinder.setGoal(new goals.GoalFollow(entity, step.distance), true)
+    try {
+      while (tick() < end) {
+        await sleepUntilTick(tick() + 1, signal)
+        const now = this.targetEntity(bot, target)
+        if (!now) throw new StepFailed(`follow: ${step.agent} is gone`)
+        if (now !== entity) { // re-joined: a new entity object
+          entity = now
+          bot.pathfinder.setGoal(new goals.GoalFollow(entity, step.distance), true)
+        }
+      }
+    } finally {
+      stopBot(bot)
+    }
+  }
+
+  async execApproach (agent, step, signal, events) {
+    const bot = agent.bot
+    const target = this.fleet.agents.get(step.agent)
+    let entity = this.targetEntity(bot, target)
+    if (!entity) throw new StepFailed(`approach: ${step.agent} is not visible (disconnected or out of range)`)
+    const inRange = (e) => bot.entity.position.distanceTo(e.position) <= step.range
+    // The goal range is a bit tighter than the step's: free motion stops at the goal
+    // range measured between real positions, which is then surely within step.range.
+    const goalRange = step.range * 0.75
+    try {
+      if (!inRange(entity)) {
+        bot.pathfinder.setGoal(new goals.GoalFollow(entity, goalRange), true)
+        while (true) {
+          await sleepUntilTick(tick() + 1, signal)
+          const now = this.targetEntity(bot, target)
+          if (!now) throw new StepFailed(`approach: ${step.agent} is gone`)
+          if (now !== entity) {
+            entity = now
+            bot.pathfinder.setGoal(new goals.GoalFollow(entity, goalRange), true)
+          }
+          if (inRange(entity)) break
+        }
+      }
+    } finally {
+      stopBot(bot)
+    }
+    const tp = entity.position
+    events.push({ kind: 'reached', tick: tick(), pos: posOf(bot), agent: step.agent, target_pos: [round(tp.x), round(tp.y), round(tp.z)] })
+  }
+
+  /** Runs one bot's validated steps with a deadline. Never rejects. */
+  async runOne (agent, steps, timeoutMs) {
+    const outcome = { status: 'ok', reason: '', start_tick: tick(), end_tick: 0, steps_done: 0, events: [] }
+    if (!agent.connected) {
+      outcome.status = 'failed'
+      outcome.reason = 'disconnected'
+      outcome.end_tick = tick()
+      return outcome
+    }
+    const bot = agent.bot
+    const ac = new AbortController()
+    let current = -1
+    const onGone = (why) => ac.abort(Object.assign(new Error(`disconnected (${why})`), { kind: 'disconnected' }))
+    agent.on('gone', onGone)
+    const timer = setTimeout(() => ac.abort(Object.assign(new Error(`timed out after ${timeoutMs} ms`), { kind: 'timeout' })), timeoutMs)
+    const loop = (async () => {
+      for (let i = 0; i < steps.length; i++) {
+        if (ac.signal.aborted) throw new Aborted()
+        current = i
+        await this.execStep(agent, steps[i], ac.signal, outcome.events)
+        if (ac.signal.aborted) throw new Aborted()
+        outcome.steps_done++
+      }
+    })()
+    loop.catch(() => {}) // observed below; avoid unhandled-rejection noise after an abort
+    try {
+      await abortable(loop, ac.signal)
+    } catch (err) {
+      const abortKind = ac.signal.aborted ? ac.signal.reason?.kind : undefined
+      const at = current >= 0 && current < steps.length ? ` during step ${current} (${steps[current].op})` : ''
+      if (abortKind === 'timeout') {
+        outcome.status = 'timeout'
+        outcome.reason = `${ac.signal.reason.message}${at}`
+      } else if (abortKind === 'disconnected') {
+        outcome.status = 'failed'
+        outcome.reason = `${ac.signal.reason.message}${at}`
+      } else if (err instanceof StepFailed) {
+        outcome.status = 'failed'
+        outcome.reason = `step ${current}: ${err.message}`
+      } else {
+        log(`program of ${agent.id} crashed in step ${current}:`, err)
+        outcome.status = 'failed'
+        outcome.reason = `internal error in step ${current}: ${err && err.message}`
+      }
+    } finally {
+      outcome.end_tick = tick()
+      clearTimeout(timer)
+      agent.removeListener('gone', onGone)
+      if (!ac.signal.aborted) ac.abort(Object.assign(new Error('program ended'), { kind: 'ended' }))
+      stopBot(bot)
+    }
+    // Real cancellation: the step loop must have stopped before we answer, so no later
+    // step can run; every wait inside a step is abortable, so this is quick.
+    const unwound = await Promise.race([loop.then(() => true, () => true), sleep(UNWIND_MS).then(() => false)])
+    if (!unwound) log(`program of ${agent.id} did not unwind within ${UNWIND_MS} ms`)
+    stopBot(bot)
+    return outcome
+  }
+
+  /**
+   * @param {{programs: Object<string, object[]>, timeout_ms: number}} args
+   * @returns {Promise<object>} a StepReport
+   */
+  async run (args) {
+    const programs = args && args.programs
+    const timeoutMs = args && args.timeout_ms
+    if (!programs || typeof programs !== 'object' || Array.isArray(programs)) throw new BridgeError('bad_request', 'programs must be an object {id: [step, ...]}')
+    if (!isNum(timeoutMs) || timeoutMs <= 0) throw new BridgeError('bad_request', `timeout_ms must be a positive number, got ${JSON.stringify(timeoutMs)}`)
+    const knownIds = new Set(this.fleet.agents.keys())
+    const outcomes = {}
+    const runs = []
+    for (const [id, steps] of Object.entries(programs)) {
+      const agent = this.fleet.agents.get(id)
+      let valid
+      try {
+        if (!agent) throw new Error(`unknown agent ${JSON.stringify(id)}`)
+        valid = validateProgram(steps, id, knownIds)
+      } catch (err) {
+        const t = tick()
+        outcomes[id] = { status: 'invalid', reason: err.message, start_tick: t, end_tick: t, steps_done: 0, events: [] }
+        continue
+      }
+      runs.push(this.runOne(agent, valid, timeoutMs).then(o => { outcomes[id] = o }))
+    }
+    await Promise.all(runs)
+    return { tick: tick(), outcomes, players: this.fleet.poses() }
+  }
+}
+
+module.exports = { ProgramRunner, validateStep, validateProgram, GoalWithin }

@@ -1,0 +1,1 @@
+"""The game controller: rules engine, step loop, worlds, event log and CLI."""

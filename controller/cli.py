@@ -1,0 +1,173 @@
+"""The `mineamongus` command: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from controller.agents.scripted import ScriptedAgent
+from controller.config import PRESETS, ConfigError, GameConfig, load_config_file, resolve_config
+from controller.game import Game, GameResult
+from controller.worlds.base import World
+from world.geometry import ShipGeometry
+from world.spec import MapSpec, MapSpecError, load_map
+
+log = logging.getLogger("mineamongus")
+
+
+def _play_parser(sub: Any) -> None:
+    p = sub.add_parser("play", help="play one game and write its event log")
+    p.add_argument(
+        "--preset",
+        choices=PRESETS,
+        default=None,
+        help="timing preset (default: quick, or the config file's)",
+    )
+    p.add_argument(
+        "--agents", choices=["scripted"], default=None, help="who plays (default: scripted)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="game seed (default 0)")
+    p.add_argument(
+        "--out", type=Path, default=None, help="output folder (default runs/<time>-seed<N>)"
+    )
+    p.add_argument("--max-steps", type=int, default=None, help="step budget")
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="YAML file with any GameConfig fields (command-line values win)",
+    )
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="HOST:PORT",
+        help="use an external Minecraft server instead of the embedded one",
+    )
+    p.add_argument("--map", default=None, help="map name or YAML path (default skeld)")
+    p.add_argument(
+        "--world",
+        choices=["minecraft", "fake"],
+        default="minecraft",
+        help="'fake' plays in the in-process simulated world (no Minecraft)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no per-step progress")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `mineamongus`."""
+    parser = argparse.ArgumentParser(
+        prog="mineamongus",
+        description="Among Us in Minecraft for vision-language-model agents.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _play_parser(sub)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> GameConfig:
+    """Resolve preset, config file and command-line values into one GameConfig."""
+    file_data = load_config_file(args.config) if args.config else {}
+    overrides: dict[str, Any] = {}
+    if args.preset is not None:
+        overrides["preset"] = args.preset
+    if args.agents is not None:
+        overrides["agents"] = args.agents
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    if args.map is not None:
+        overrides["map"] = args.map
+    if args.max_steps is not None:
+        overrides["rules"] = {"max_steps": args.max_steps}
+    if args.server is not None:
+        overrides["server"] = {"external": args.server}
+    config = resolve_config("quick", file_data, overrides)
+    config.server.external_address()
+    return config
+
+
+def make_world(kind: str, config: GameConfig, geometry: ShipGeometry, out: Path) -> World:
+    """The world to play in."""
+    if kind == "fake":
+        from controller.worlds.fake import FakeWorld
+
+        return FakeWorld(geometry)
+    from controller.worlds.minecraft import MinecraftWorld
+
+    return MinecraftWorld(config.server, out / "logs", geometry.seat_pos(0))
+
+
+def play_game(
+    config: GameConfig, spec: MapSpec, world_kind: str, out: Path, progress: Any = None
+) -> GameResult:
+    """Set up the world and agents, play one game, and always close the world."""
+    geometry = ShipGeometry(spec)
+    agents = {a: ScriptedAgent(a, geometry, config.seed) for a in config.agent_ids()}
+    world = make_world(world_kind, config, geometry, out)
+    try:
+        game = Game(config, spec, world, agents, out, progress=progress)
+        return game.run()
+    finally:
+        world.close()
+
+
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """`mineamongus play`."""
+    try:
+        config = config_from_args(args)
+        spec = load_map(config.map)
+    except (ConfigError, MapSpecError) as exc:
+        print(f"mineamongus: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{config.seed}"
+    if (out / "events.jsonl").exists():
+        print(f"mineamongus: {out}/events.jsonl exists; choose another --out", file=sys.stderr)
+        return 2
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        result = play_game(config, spec, args.world, out, progress)
+    except KeyboardInterrupt:
+        print(f"mineamongus: interrupted; the partial record is in {out}", file=sys.stderr)
+        return 130
+    outcome = {
+        "status": result.status,
+        "winner": result.winner,
+        "ending": result.ending,
+        "steps": result.steps,
+        "reason": result.reason,
+        "out": str(out),
+    }
+    print(json.dumps(outcome))
+    return 0 if result.status == "ok" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `mineamongus` command."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.command == "play":
+        return cmd_play(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Typed shapes exchanged between the controller and a world (real or fake).
+
+The controller compiles each agent's high-level program into *low-level steps*
+(`LowStep`) that carry only coordinates, agent ids and tick counts. A world runs
+them and answers with one `ProgramOutcome` per agent plus every player's pose.
+The Node bot runtime (`bots/`) speaks the same shapes as JSON, one object per
+line; see `docs/bridge-protocol.md`.
+
+Conventions:
+    * Positions are Minecraft block coordinates `[x, y, z]` (floats; y is feet).
+    * Yaw is in degrees, Minecraft convention: 0 faces +Z (south), 90 faces -X
+      (west), 180 faces -Z (north), 270 faces +X (east). Pitch is in degrees,
+      positive looks down.
+    * Ticks are 1/20 s on the world's own monotonic clock.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Vec3 = tuple[float, float, float]
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GotoStep(_Shape):
+    """Pathfind (no digging, no placing) until within `range` blocks of `pos`."""
+
+    op: Literal["goto"] = "goto"
+    pos: Vec3
+    range: float = Field(default=1.0, ge=0.0)
+
+
+class FollowStep(_Shape):
+    """Keep within `distance` blocks of a living player for `ticks` ticks."""
+
+    op: Literal["follow"] = "follow"
+    agent: str
+    distance: float = Field(default=3.0, gt=0.0)
+    ticks: int = Field(ge=1)
+
+
+class ApproachStep(_Shape):
+    """Chase a (moving) player until within `range`, then emit a `reached` event."""
+
+    op: Literal["approach"] = "approach"
+    agent: str
+    range: float = Field(gt=0.0)
+
+
+class LookStep(_Shape):
+    """Turn the head to an absolute yaw/pitch (degrees)."""
+
+    op: Literal["look"] = "look"
+    yaw: float
+    pitch: float = 0.0
+
+
+class TurnStep(_Shape):
+    """Turn the head by `yaw` degrees relative to the current heading."""
+
+    op: Literal["turn"] = "turn"
+    yaw: float
+
+
+class WaitStep(_Shape):
+    """Stand still for `ticks` ticks."""
+
+    op: Literal["wait"] = "wait"
+    ticks: int = Field(ge=0)
+
+
+class ChatStep(_Shape):
+    """Send one chat line as this player."""
+
+    op: Literal["chat"] = "chat"
+    text: str = Field(min_length=1, max_length=256)
+
+
+class MarkStep(_Shape):
+    """Emit a `mark` event carrying the current tick and position."""
+
+    op: Literal["mark"] = "mark"
+    tag: str
+
+
+LowStep = Annotated[
+    GotoStep | FollowStep | ApproachStep | LookStep | TurnStep | WaitStep | ChatStep | MarkStep,
+    Field(discriminator="op"),
+]
+
+
+class LowProgram(_Shape):
+    """A sequence of low-level steps for one bot."""
+
+    steps: list[LowStep]
+
+
+class ProgramEvent(_Shape):
+    """Something a program did at a given tick.
+
+    `kind` is `mark` (from a MarkStep: `tag` set), `reached` (from an ApproachStep:
+    `agent` and `target_pos` set) or `chat` (from a ChatStep: `text` set).
+    """
+
+    kind: Literal["mark", "reached", "chat"]
+    tick: int
+    pos: Vec3
+    tag: str | None = None
+    agent: str | None = None
+    target_pos: Vec3 | None = None
+    text: str | None = None
+
+
+ProgramStatus = Literal["ok", "timeout", "invalid", "failed"]
+
+
+class ProgramOutcome(_Shape):
+    """How one bot's program ended."""
+
+    status: ProgramStatus
+    reason: str = ""
+    start_tick: int
+    end_tick: int
+    steps_done: int = 0
+    events: list[ProgramEvent] = Field(default_factory=list)
+
+
+class PlayerPose(_Shape):
+    """Where a player is and where it looks."""
+
+    pos: Vec3
+    yaw: float = 0.0
+    pitch: float = 0.0
+    connected: bool = True
+
+
+class StepReport(_Shape):
+    """What a world returns after running one batch of programs."""
+
+    tick: int
+    outcomes: dict[str, ProgramOutcome]
+    players: dict[str, PlayerPose]
+
+
+class BlockPlacement(_Shape):
+    """One block to set: position and a Minecraft block name (e.g. `stone_bricks`)."""
+
+    x: int
+    y: int
+    z: int
+    block: str
+
+
+class Teleport(_Shape):
+    """Server-side move of one player."""
+
+    pos: Vec3
+    yaw: float = 0.0

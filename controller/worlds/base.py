@@ -1,0 +1,75 @@
+"""The interface every world implements (the real Minecraft one and the fake one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
+
+
+class WorldFault(RuntimeError):
+    """The world could not do what was asked (an infrastructure failure, never a move)."""
+
+
+@dataclass(frozen=True)
+class Seat:
+    """One player to put into the world."""
+
+    agent: str
+    username: str
+    pos: Vec3
+    yaw: float = 0.0
+
+
+@dataclass(frozen=True)
+class WorldEvent:
+    """Something the world reports on its own, e.g. a bot's disconnection."""
+
+    kind: str
+    agent: str
+    reason: str = ""
+
+
+class World(Protocol):
+    """Space, movement and pixels; no rules."""
+
+    def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
+        """Build the map, bring every seat in, and return their poses."""
+        ...
+
+    def run_programs(self, programs: dict[str, LowProgram], timeout_ms: int) -> StepReport:
+        """Run one batch of programs concurrently; return when all finished or timed out."""
+        ...
+
+    def teleport(self, moves: dict[str, Teleport]) -> dict[str, PlayerPose]:
+        """Move players server-side."""
+        ...
+
+    def set_blocks(self, blocks: list[BlockPlacement]) -> None:
+        """Place or clear blocks (body markers)."""
+        ...
+
+    def broadcast(self, text: str) -> None:
+        """Announce a message to every player as the server."""
+        ...
+
+    def state(self) -> tuple[int, dict[str, PlayerPose]]:
+        """The current tick and every player's pose."""
+        ...
+
+    def reconnect(self, agent: str, pos: Vec3) -> None:
+        """Bring a disconnected bot back at `pos`; raise WorldFault if impossible."""
+        ...
+
+    def drain_events(self) -> list[WorldEvent]:
+        """Events the world reported since the last call."""
+        ...
+
+    def versions(self) -> dict[str, str]:
+        """Versions of the world's own software."""
+        ...
+
+    def close(self) -> None:
+        """Stop everything the world started."""
+        ...

@@ -1,0 +1,285 @@
+"""An in-process fake world: the same interface as Minecraft, simulated tick by tick.
+
+Players walk along the map's shortest cell paths at a fixed speed, in lock-step,
+one tick at a time, so that a step in the fake world is deterministic given the
+programs. Tests inject faults (a disconnection, a failed reconnect) through
+`inject_disconnect`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from controller.protocol import (
+    ApproachStep,
+    BlockPlacement,
+    ChatStep,
+    FollowStep,
+    GotoStep,
+    LookStep,
+    LowProgram,
+    LowStep,
+    MarkStep,
+    PlayerPose,
+    ProgramEvent,
+    ProgramOutcome,
+    ProgramStatus,
+    StepReport,
+    Teleport,
+    TurnStep,
+    Vec3,
+    WaitStep,
+)
+from controller.worlds.base import Seat, WorldEvent, WorldFault
+from world.geometry import ShipGeometry
+
+TICK_MS = 50
+
+
+def heading(dx: float, dz: float) -> float:
+    """Minecraft yaw in degrees of a direction (0 = +Z, 90 = -X)."""
+    return math.degrees(math.atan2(-dx, dz)) % 360.0
+
+
+@dataclass
+class _Body:
+    pos: Vec3
+    yaw: float = 0.0
+    pitch: float = 0.0
+    connected: bool = True
+
+    def pose(self) -> PlayerPose:
+        return PlayerPose(
+            pos=self.pos, yaw=round(self.yaw, 2), pitch=self.pitch, connected=self.connected
+        )
+
+
+@dataclass
+class _Run:
+    steps: list[LowStep]
+    start_tick: int
+    index: int = 0
+    events: list[ProgramEvent] = field(default_factory=list)
+    waypoints: list[Vec3] | None = None
+    counter: int = 0
+    status: ProgramStatus | None = None
+    reason: str = ""
+    end_tick: int = 0
+
+
+class FakeWorld:
+    """A deterministic stand-in for the Minecraft world.
+
+    Args:
+        geometry: The map's geometry (paths, walls).
+        speed: Walking speed in blocks per tick (Minecraft walks ~0.22, sprints ~0.28).
+    """
+
+    def __init__(self, geometry: ShipGeometry, speed: float = 0.25) -> None:
+        self.geometry = geometry
+        self.speed = speed
+        self.tick = 0
+        self.players: dict[str, _Body] = {}
+        self.blocks: dict[tuple[int, int, int], str] = {}
+        self.broadcasts: list[str] = []
+        self.chat: list[tuple[str, str]] = []
+        self._events: list[WorldEvent] = []
+        self._pending_drop: dict[str, str] = {}
+        self.refuse_reconnect: set[str] = set()
+
+    # ------------------------------------------------------------------ world API
+    def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
+        """Record the map and place every seat."""
+        self.set_blocks(blocks)
+        for seat in seats:
+            self.players[seat.agent] = _Body(pos=seat.pos, yaw=seat.yaw)
+        return self._poses()
+
+    def run_programs(self, programs: dict[str, LowProgram], timeout_ms: int) -> StepReport:
+        """Run programs in lock-step until all finish or the timeout passes."""
+        start = self.tick
+        runs: dict[str, _Run] = {}
+        for agent in sorted(programs):
+            run = _Run(steps=list(programs[agent].steps), start_tick=start)
+            body = self.players.get(agent)
+            if body is None or not body.connected:
+                run.status, run.reason, run.end_tick = "failed", "disconnected", start
+            elif agent in self._pending_drop:
+                body.connected = False
+                reason = self._pending_drop.pop(agent)
+                self._events.append(WorldEvent("disconnect", agent, reason))
+                run.status, run.reason, run.end_tick = "failed", "disconnected", start
+            runs[agent] = run
+        for run_agent, run in runs.items():
+            if run.status is None:
+                self._advance(run_agent, run)
+        limit = max(1, timeout_ms // TICK_MS)
+        while any(r.status is None for r in runs.values()) and self.tick - start < limit:
+            self.tick += 1
+            for agent, run in runs.items():
+                if run.status is None:
+                    self._advance(agent, run)
+        for run in runs.values():
+            if run.status is None:
+                run.status, run.reason, run.end_tick = "timeout", "step timeout", self.tick
+        outcomes = {
+            agent: ProgramOutcome(
+                status=run.status or "ok",
+                reason=run.reason,
+                start_tick=run.start_tick,
+                end_tick=run.end_tick,
+                steps_done=run.index,
+                events=run.events,
+            )
+            for agent, run in runs.items()
+        }
+        return StepReport(tick=self.tick, outcomes=outcomes, players=self._poses())
+
+    def teleport(self, moves: dict[str, Teleport]) -> dict[str, PlayerPose]:
+        """Move players at once."""
+        for agent, move in moves.items():
+            body = self.players[agent]
+            body.pos, body.yaw = move.pos, move.yaw
+        self.tick += 1
+        return self._poses()
+
+    def set_blocks(self, blocks: list[BlockPlacement]) -> None:
+        """Record block changes."""
+        for b in blocks:
+            self.blocks[(b.x, b.y, b.z)] = b.block
+
+    def broadcast(self, text: str) -> None:
+        """Record a server message."""
+        self.broadcasts.append(text)
+
+    def state(self) -> tuple[int, dict[str, PlayerPose]]:
+        """Current tick and poses."""
+        return self.tick, self._poses()
+
+    def reconnect(self, agent: str, pos: Vec3) -> None:
+        """Bring a dropped player back, unless a test forbids it."""
+        if agent in self.refuse_reconnect:
+            raise WorldFault(f"{agent} could not reconnect")
+        body = self.players[agent]
+        body.connected, body.pos = True, pos
+
+    def drain_events(self) -> list[WorldEvent]:
+        """Events since the last call."""
+        out, self._events = self._events, []
+        return out
+
+    def versions(self) -> dict[str, str]:
+        """No external software."""
+        return {"world": "fake"}
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+    # ------------------------------------------------------------------ fault injection
+    def inject_disconnect(self, agent: str, reason: str = "injected") -> None:
+        """Drop this player's connection when its next program starts."""
+        self._pending_drop[agent] = reason
+
+    # ------------------------------------------------------------------ simulation
+    def _poses(self) -> dict[str, PlayerPose]:
+        return {a: b.pose() for a, b in sorted(self.players.items())}
+
+    def _finish(self, run: _Run, status: ProgramStatus, reason: str = "") -> None:
+        run.status, run.reason, run.end_tick = status, reason, self.tick
+
+    def _advance(self, agent: str, run: _Run) -> None:
+        """Spend one tick on this program (instant steps cost no tick)."""
+        body = self.players[agent]
+        while run.index < len(run.steps):
+            step = run.steps[run.index]
+            if isinstance(step, LookStep):
+                body.yaw, body.pitch = step.yaw % 360.0, step.pitch
+            elif isinstance(step, TurnStep):
+                body.yaw = (body.yaw + step.yaw) % 360.0
+            elif isinstance(step, ChatStep):
+                self.chat.append((agent, step.text))
+                run.events.append(
+                    ProgramEvent(kind="chat", tick=self.tick, pos=body.pos, text=step.text)
+                )
+            elif isinstance(step, MarkStep):
+                run.events.append(
+                    ProgramEvent(kind="mark", tick=self.tick, pos=body.pos, tag=step.tag)
+                )
+            elif isinstance(step, WaitStep):
+                if run.counter >= step.ticks:
+                    run.counter = 0
+                else:
+                    run.counter += 1
+                    return
+            elif isinstance(step, GotoStep):
+                if math.dist(body.pos, step.pos) > step.range:
+                    if run.waypoints is None:
+                        run.waypoints = self._route(body.pos, step.pos)
+                        if run.waypoints is None:
+                            self._finish(run, "failed", "no path")
+                            return
+                    self._walk(body, run.waypoints)
+                    if math.dist(body.pos, step.pos) > step.range and run.waypoints:
+                        return
+                    if math.dist(body.pos, step.pos) > step.range:
+                        self._finish(run, "failed", "stuck short of the goal")
+                        return
+                run.waypoints = None
+            elif isinstance(step, FollowStep | ApproachStep):
+                target = self.players.get(step.agent)
+                if target is None or not target.connected:
+                    self._finish(run, "failed", f"player {step.agent} not found")
+                    return
+                near = step.distance if isinstance(step, FollowStep) else step.range
+                if math.dist(body.pos, target.pos) > near:
+                    route = self._route(body.pos, target.pos)
+                    if route is None:
+                        self._finish(run, "failed", "no path")
+                        return
+                    self._walk(body, route)
+                if isinstance(step, ApproachStep):
+                    if math.dist(body.pos, target.pos) > step.range:
+                        return
+                    run.events.append(
+                        ProgramEvent(
+                            kind="reached",
+                            tick=self.tick,
+                            pos=body.pos,
+                            agent=step.agent,
+                            target_pos=target.pos,
+                        )
+                    )
+                else:
+                    run.counter += 1
+                    if run.counter < step.ticks:
+                        return
+                    run.counter = 0
+            run.index += 1
+        self._finish(run, "ok")
+
+    def _route(self, a: Vec3, b: Vec3) -> list[Vec3] | None:
+        cells = self.geometry.path(a, b)
+        if cells is None:
+            return None
+        points = [self.geometry.stand_pos(c) for c in cells[1:]]
+        points.append((b[0], a[1], b[2]))
+        return points
+
+    def _walk(self, body: _Body, waypoints: list[Vec3]) -> None:
+        budget = self.speed
+        x, y, z = body.pos
+        while budget > 1e-9 and waypoints:
+            tx, _, tz = waypoints[0]
+            dx, dz = tx - x, tz - z
+            d = math.hypot(dx, dz)
+            if d <= budget:
+                x, z = tx, tz
+                budget -= d
+                waypoints.pop(0)
+            else:
+                x, z = x + dx / d * budget, z + dz / d * budget
+                budget = 0.0
+            if d > 1e-9:
+                body.yaw = heading(dx, dz)
+        body.pos = (round(x, 4), y, round(z, 4))

@@ -1,0 +1,149 @@
+"""The real world: a Minecraft server (embedded by default) and eight mineflayer bots.
+
+Everything runs in one supervised Node child process (`bots/main.js`) reached
+through `controller.bridge.NodeBridge`. Nothing survives the controller: the child
+dies with it (see docs/bridge-protocol.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from controller.bridge import BridgeError, NodeBridge, free_port
+from controller.config import ServerConfig
+from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
+from controller.worlds.base import Seat, WorldEvent, WorldFault
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+
+
+class MinecraftWorld:
+    """World backed by a Minecraft server and mineflayer bots.
+
+    Args:
+        server: Embedded (default) or external server settings.
+        log_dir: Where the Node process's log goes (`node.log`).
+        spawn: World spawn point (the cafeteria).
+    """
+
+    def __init__(self, server: ServerConfig, log_dir: Path, spawn: Vec3) -> None:
+        self.server = server
+        self.log_dir = Path(log_dir)
+        self.spawn = spawn
+        self.bridge: NodeBridge | None = None
+        self.address: tuple[str, int] | None = None
+        self._versions: dict[str, str] = {}
+
+    def _b(self) -> NodeBridge:
+        if self.bridge is None:
+            raise WorldFault("the world is not started")
+        return self.bridge
+
+    def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
+        """Start Node, the server (unless external), build the map and join the bots."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.bridge = NodeBridge(log_path=self.log_dir / "node.log")
+        try:
+            self.bridge.start()
+            hello = self.bridge.hello()
+            self._versions = {"node": str(hello.get("node", ""))}
+            for name, version in dict(hello.get("packages", {})).items():
+                self._versions[f"npm:{name}"] = str(version)
+            external = self.server.external_address()
+            bots = [
+                {"id": s.agent, "username": s.username, "pos": list(s.pos), "yaw": s.yaw}
+                for s in seats
+            ]
+            if external is None:
+                port = self.bridge.start_server(
+                    HOST,
+                    free_port(HOST),
+                    self.server.version,
+                    self.spawn,
+                    self.server.view_distance,
+                )
+                self.address = (HOST, port)
+                self.bridge.set_blocks(blocks)
+                poses = self.bridge.connect(HOST, port, self.server.version, bots)
+            else:
+                self.address = external
+                poses = self.bridge.connect(
+                    external[0],
+                    external[1],
+                    self.server.version,
+                    bots,
+                    external=True,
+                    admin=self.server.admin,
+                )
+                self.bridge.set_blocks(blocks)
+                poses = self.bridge.teleport(
+                    {s.agent: Teleport(pos=s.pos, yaw=s.yaw) for s in seats}
+                )
+            return poses
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+
+    def run_programs(self, programs: dict[str, LowProgram], timeout_ms: int) -> StepReport:
+        """Run a batch of programs on the bots."""
+        try:
+            return self._b().run_programs(programs, timeout_ms)
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+
+    def teleport(self, moves: dict[str, Teleport]) -> dict[str, PlayerPose]:
+        """Server-side teleports."""
+        try:
+            return self._b().teleport(moves)
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+
+    def set_blocks(self, blocks: list[BlockPlacement]) -> None:
+        """Place blocks."""
+        try:
+            self._b().set_blocks(blocks)
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+
+    def broadcast(self, text: str) -> None:
+        """A server chat message."""
+        try:
+            self._b().broadcast(text)
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+
+    def state(self) -> tuple[int, dict[str, PlayerPose]]:
+        """Tick and poses."""
+        try:
+            return self._b().state()
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+
+    def reconnect(self, agent: str, pos: Vec3) -> None:
+        """Reconnect one bot."""
+        try:
+            self._b().reconnect(agent, pos)
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+
+    def drain_events(self) -> list[WorldEvent]:
+        """Disconnections reported by Node."""
+        if self.bridge is None:
+            return []
+        out = []
+        for ev in self.bridge.drain_events():
+            if ev.get("event") == "disconnect":
+                out.append(WorldEvent("disconnect", str(ev.get("agent")), str(ev.get("reason"))))
+        return out
+
+    def versions(self) -> dict[str, str]:
+        """Node and npm package versions (after start)."""
+        return dict(self._versions)
+
+    def close(self) -> None:
+        """Stop the bots, the server and the Node process."""
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None

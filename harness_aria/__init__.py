@@ -1,0 +1,1 @@
+"""ARIA, the ablatable agent harness (in progress)."""

@@ -1,0 +1,232 @@
+"""Whole games on the in-process fake world: rules, log, timeline, determinism, faults."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.agents.base import AgentDecision
+from controller.agents.scripted import ScriptedAgent
+from controller.checks import determinism_check, log_violations, rule_events
+from controller.config import GameConfig, resolve_config
+from controller.events import (
+    Decision,
+    GameEnd,
+    Kill,
+    MeetingEnd,
+    Positions,
+    Speech,
+    read_events,
+)
+from controller.game import Game, GameResult
+from controller.observation import Observation
+from controller.timeline import rebuild_timeline
+from controller.worlds.fake import FakeWorld
+from world.geometry import ShipGeometry
+from world.spec import MapSpec, load_map
+
+SPEC: MapSpec = load_map("skeld")
+
+
+class ProbeGame(Game):
+    """A Game that remembers the engine's live state at every step."""
+
+    live: dict[int, dict[str, tuple[str, str]]]
+
+    def _record_poses(self, poses: Any) -> None:
+        super()._record_poses(poses)
+        if not hasattr(self, "live"):
+            self.live = {}
+        self.live[self.engine.step] = {
+            a: (self.geometry.room_at(poses[a].pos if a in poses else p.pos), p.status)
+            for a, p in self.engine.players.items()
+        }
+
+
+def play(
+    config: GameConfig,
+    out: Path,
+    world: FakeWorld | None = None,
+    agents: dict[str, Any] | None = None,
+) -> tuple[GameResult, ProbeGame]:
+    geometry = ShipGeometry(SPEC)
+    world = world or FakeWorld(geometry)
+    agents = agents or {a: ScriptedAgent(a, geometry, config.seed) for a in config.agent_ids()}
+    game = ProbeGame(config, SPEC, world, agents, out)
+    return game.run(), game
+
+
+def quick(seed: int, **rules: Any) -> GameConfig:
+    return resolve_config("quick", overrides={"seed": seed, "rules": rules})
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_scripted_games_finish_by_the_rules(seed: int, tmp_path: Path) -> None:
+    result, game = play(quick(seed), tmp_path)
+    assert result.status == "ok"
+    assert result.ending in {"impostors_outnumber", "impostors_ejected", "tasks_done", "timeout"}
+    events = read_events(tmp_path / "events.jsonl")
+    assert log_violations(events) == []
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["winner"] == result.winner in ("crew", "impostors")
+    assert summary["seed"] == seed and summary["steps"] == result.steps
+    assert sorted(summary["roles"].values()).count("impostor") == 2
+    assert summary["config"]["rules"]["kill_cooldown_ticks"] == 160
+    assert "python" in summary["versions"]
+    # every step has everyone's position and room
+    steps = {ev.step for ev in events if isinstance(ev, Positions)}
+    assert steps == set(range(0, result.steps + 1))
+
+
+def test_scripted_games_show_kills_meetings_and_votes(tmp_path: Path) -> None:
+    kinds: set[str] = set()
+    endings: set[str] = set()
+    for seed in range(1, 9):
+        result, _ = play(quick(seed), tmp_path / str(seed))
+        endings.add(result.ending)
+        kinds |= {ev.kind for ev in read_events(tmp_path / str(seed) / "events.jsonl")}
+    assert {"kill", "report", "meeting_start", "speech", "vote", "meeting_end"} <= kinds
+    assert len(endings) >= 2
+
+
+def test_timeline_rebuilt_from_log_matches_live_game(tmp_path: Path) -> None:
+    result, game = play(quick(3), tmp_path)
+    timeline = rebuild_timeline(tmp_path / "events.jsonl")
+    assert set(timeline) == set(game.live)
+    for step, players in game.live.items():
+        for agent, (room, status) in players.items():
+            assert timeline[step][agent].room == room, (step, agent)
+            assert timeline[step][agent].status == status, (step, agent)
+
+
+def test_same_seed_same_engine_events(tmp_path: Path) -> None:
+    def run(config: GameConfig, out: Path) -> Path:
+        play(config, out)
+        return out / "events.jsonl"
+
+    assert determinism_check(run, quick(11), tmp_path) == []
+    a = rule_events(read_events(tmp_path / "a" / "events.jsonl"))
+    play(quick(12), tmp_path / "c")
+    c = rule_events(read_events(tmp_path / "c" / "events.jsonl"))
+    assert a != c
+
+
+def test_timeout_ending_uses_configured_winner(tmp_path: Path) -> None:
+    result, _ = play(quick(2, max_steps=2, timeout_winner="crew"), tmp_path)
+    assert (result.ending, result.winner) == ("timeout", "crew")
+    assert log_violations(tmp_path / "events.jsonl") == []
+
+
+def test_disconnected_bot_is_reconnected_and_game_goes_on(tmp_path: Path) -> None:
+    world = FakeWorld(ShipGeometry(SPEC))
+    world.inject_disconnect("blue", "connection reset")
+    result, _ = play(quick(4), tmp_path, world=world)
+    assert result.status == "ok"
+    kinds = [ev.kind for ev in read_events(tmp_path / "events.jsonl")]
+    assert "disconnect" in kinds and "reconnect" in kinds
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["counts"]["disconnects"] == 1 and summary["counts"]["reconnects"] == 1
+
+
+def test_unrecoverable_disconnect_makes_the_game_invalid(tmp_path: Path) -> None:
+    world = FakeWorld(ShipGeometry(SPEC))
+    world.inject_disconnect("green", "server closed")
+    world.refuse_reconnect.add("green")
+    result, _ = play(quick(4), tmp_path, world=world)
+    assert result.status == "invalid" and result.winner is None
+    assert "green" in result.reason and "reconnect" in result.reason
+    end = read_events(tmp_path / "events.jsonl")[-1]
+    assert isinstance(end, GameEnd) and end.status == "invalid"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "invalid" and summary["winner"] is None
+
+
+class Rogue:
+    """Wraps a scripted agent; on free-roam steps sends a program it may not run."""
+
+    def __init__(self, inner: ScriptedAgent, program: list[dict[str, Any]]) -> None:
+        self.inner, self.program, self.agent_id = inner, program, inner.agent_id
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "rogue"}
+
+    async def decide(self, obs: Observation) -> AgentDecision:
+        if obs.phase == "free_roam":
+            return AgentDecision(program=self.program, raw="rogue")
+        return await self.inner.decide(obs)
+
+
+@pytest.mark.parametrize(
+    ("program", "error"),
+    [
+        ([{"op": "say", "text": "hi"}], "meetings"),
+        ([{"op": "kill", "target": "red"}], "kill"),
+        ([{"op": "go_to", "room": "bridge"}], "unknown room"),
+        ([{"op": "exec", "code": "import os"}], "action 0"),
+        ("not a list", "list of actions"),
+    ],
+)
+def test_invalid_programs_are_recorded_not_replaced(
+    tmp_path: Path, program: Any, error: str
+) -> None:
+    config = quick(5, max_steps=3)
+    geometry = ShipGeometry(SPEC)
+    agents: dict[str, Any] = {a: ScriptedAgent(a, geometry, 5) for a in config.agent_ids()}
+    crew = next(a for a in config.agent_ids() if game_roles(config)[a] == "crewmate" and a != "red")
+    agents[crew] = Rogue(agents[crew], program)
+    world = FakeWorld(geometry)
+    result, game = play(config, tmp_path, world=world, agents=agents)
+    decisions = [
+        ev
+        for ev in read_events(tmp_path / "events.jsonl")
+        if isinstance(ev, Decision) and ev.agent == crew and ev.phase == "free_roam"
+    ]
+    assert decisions and all(not d.valid and error in d.error for d in decisions)
+    programs = [
+        ev
+        for ev in read_events(tmp_path / "events.jsonl")
+        if ev.kind == "program" and getattr(ev, "agent", None) == crew
+    ]
+    assert programs == []  # nothing dispatched in its place
+    assert game.counts["invalid_decisions"] >= len(decisions)
+
+
+def game_roles(config: GameConfig) -> dict[str, str]:
+    geometry = ShipGeometry(SPEC)
+    game = Game(
+        config,
+        SPEC,
+        FakeWorld(geometry),
+        {a: ScriptedAgent(a, geometry, 0) for a in config.agent_ids()},
+        Path("/tmp/mau-roles-probe"),
+    )
+    game.log.close()
+    return dict(game.engine.roles())
+
+
+def test_meeting_speech_limits_and_vote_in_log(tmp_path: Path) -> None:
+    for seed in range(1, 12):
+        out = tmp_path / str(seed)
+        play(quick(seed), out)
+        events = read_events(out / "events.jsonl")
+        if any(isinstance(ev, MeetingEnd) for ev in events):
+            speeches = [ev for ev in events if isinstance(ev, Speech) and not ev.passed]
+            assert speeches and all(1 <= s.utterance <= 3 for s in speeches)
+            assert log_violations(events) == []
+            return
+    pytest.fail("no seed produced a meeting")
+
+
+def test_kills_respect_cooldown_even_if_agents_try(tmp_path: Path) -> None:
+    result, _ = play(quick(6, kill_cooldown_ticks=2000, initial_kill_cooldown_ticks=0), tmp_path)
+    events = read_events(tmp_path / "events.jsonl")
+    kills = [ev for ev in events if isinstance(ev, Kill)]
+    by_killer: dict[str, list[int]] = {}
+    for k in kills:
+        by_killer.setdefault(k.killer, []).append(k.tick)
+    for ticks in by_killer.values():
+        assert all(b - a >= 2000 for a, b in zip(ticks, ticks[1:], strict=False))
+    assert log_violations(events) == []
