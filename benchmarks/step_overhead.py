@@ -1,7 +1,7 @@
 """How much time the controller and the bridge add to an 8-bot step.
 
 Plays steps in which every agent answers at once with a program that takes no
-game time (a glance), on the real embedded server, so that what remains of a
+game time (`wait 0`), on the real embedded server, so that what remains of a
 step's wall time is the controller's and the bridge's own work: building
 observations, validating and compiling programs, the round trip to Node and back,
 applying rules, computing visibility and writing the log. The same is measured on
@@ -30,28 +30,28 @@ from world.geometry import ShipGeometry
 from world.spec import load_map
 
 
-class Glance:
-    """An agent that decides instantly to turn its head (no game time)."""
+class Idle:
+    """An agent that decides instantly on a program that takes no game time."""
 
     def __init__(self, agent_id: str) -> None:
         self.agent_id = agent_id
         self.turn = 0
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "benchmark-glance"}
+        return {"kind": "benchmark-idle"}
 
     async def decide(self, obs: Observation) -> AgentDecision:
         self.turn += 1
-        return AgentDecision(program=[{"op": "look", "yaw": (self.turn * 45) % 360}])
+        return AgentDecision(program=[{"op": "wait", "ticks": 0}])
 
 
 def overhead(world_kind: str, config: GameConfig, out: Path) -> list[float]:
-    """Per-step milliseconds not spent deciding, for `steps` glance steps."""
+    """Per-step milliseconds not spent deciding, for `steps` idle steps."""
     spec = load_map(config.map)
     geometry = ShipGeometry(spec)
     world = make_world(world_kind, config, geometry, out)
     try:
-        agents = {a: Glance(a) for a in config.agent_ids()}
+        agents = {a: Idle(a) for a in config.agent_ids()}
         game = Game(config, spec, world, agents, out)
         game.run()
         return [t.total_ms - t.decide_ms for t in game.timings if t.phase == "free_roam"]

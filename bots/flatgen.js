@@ -1,19 +1,23 @@
 'use strict'
 // World generator for the embedded server (passed to flying-squid by absolute path
-// as `generation.name`). A thin flat ground whose top surface is at y = 63:
-// bedrock at y = 59, dirt at 60..61, grass at 62. Everything from y = 63 up is air,
-// so the map we build (floor blocks at y = 64, players standing at y = 65) is all
-// there is above ground, and a player who spawns or steps off the built floor lands
-// on solid ground instead of falling into the void. Sky light is full everywhere
-// (no lighting engine runs on the server) so renderers see a lit world.
+// as `generation.name`). Flat ground far below the map: bedrock at y = 36, dirt at
+// 37..38, grass at 39 (top surface y = 40); everything from y = 40 up is air, so the
+// map we build (floor blocks at y = 64, players standing at y = 65) is all there is.
+// Why so deep: the ground is 25 blocks below the floor, more than the pathfinder will
+// ever drop (maxDropDown 4), so paths never leave the built map through an open edge
+// to walk around walls on the ground outside, and unreachable goals fail fast (the
+// search stays on the map). Yet a player who spawns before the floor is built, or
+// falls off it, lands on solid ground instead of falling into the void (a teleport
+// brings it back). Sky light is full everywhere (no lighting engine runs on the
+// server) so renderers see a lit world.
 
 const { Vec3 } = require('vec3')
 
 const LAYERS = [
-  [59, 'bedrock'],
-  [60, 'dirt'],
-  [61, 'dirt'],
-  [62, 'grass_block']
+  [36, 'bedrock'],
+  [37, 'dirt'],
+  [38, 'dirt'],
+  [39, 'grass_block']
 ]
 const MIN_Y = -64
 const WORLD_HEIGHT = 384

@@ -158,6 +158,8 @@ class ExternalOps {
     const deadline = Date.now() + timeoutMs
     let wrong = []
     let unverified = 0
+    let lastCount = -1
+    let lastChange = Date.now()
     while (true) {
       wrong = []
       unverified = 0
@@ -167,6 +169,11 @@ class ExternalOps {
         else if (block.name !== b[3]) wrong.push(b)
       }
       if (wrong.length === 0 || Date.now() > deadline) break
+      // No progress for a second: the rest is not coming (e.g. a command the server lacks).
+      if (wrong.length !== lastCount) {
+        lastCount = wrong.length
+        lastChange = Date.now()
+      } else if (Date.now() - lastChange > 1000) break
       await sleep(100)
     }
     if (unverified > 0) log(`external set_blocks: ${unverified} blocks lie in chunks the admin has not loaded; not verified`)
@@ -265,7 +272,7 @@ class Fleet {
     movements.allowFreeMotion = true
     bot.pathfinder.setMovements(movements)
     bot.pathfinder.thinkTimeout = 5000 // ms of A* per path before giving up
-    bot.pathfinder.tickTimeout = 10 // ms of A* per physics tick (8 bots share a core)
+    bot.pathfinder.tickTimeout = 20 // ms of A* per physics tick (8 bots share a core)
     bot.pathfinder.searchRadius = 128 // never explore the endless ground outside the map
     return bot
   }

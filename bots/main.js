@@ -144,6 +144,15 @@ const handlers = {
     return fleet.reconnect(args.id, args.pos, args.yaw ?? 0)
   },
 
+  // Fault injection for tests: an exception nobody catches, thrown while this request
+  // waits forever. The uncaught-exception handler must answer it (ok: false) and the
+  // runtime must keep serving requests.
+  async debug_fault (args) {
+    if (args.kind !== 'uncaught') throw new BridgeError('bad_request', 'kind must be "uncaught"')
+    setTimeout(() => { throw new Error('injected fault') }, 10)
+    return new Promise(() => {})
+  },
+
   async shutdown () {
     setImmediate(() => shutdown(0))
     return {}
@@ -155,7 +164,10 @@ const CONCURRENT_OPS = new Set(['state', 'hello', 'inspect'])
 
 // ---- request loop -----------------------------------------------------------------
 
-const inFlight = new Map() // id -> { op, answered }
+// id -> { op, answered, release }: `release` resolves `done`, which the serial queue
+// waits on, so a request answered by the uncaught-exception handler frees the queue
+// even if its handler never settles.
+const inFlight = new Map()
 let serial = Promise.resolve()
 
 function answer (id, payload) {
@@ -164,6 +176,7 @@ function answer (id, payload) {
     if (entry.answered) return
     entry.answered = true
     inFlight.delete(id)
+    entry.release()
   }
   send({ id, ...payload })
 }
@@ -202,11 +215,18 @@ function onLine (line) {
     send({ id, ok: false, error: { type: 'shutting_down', message: 'the runtime is shutting down' } })
     return
   }
-  inFlight.set(id, { op, answered: false })
+  let release
+  const done = new Promise(resolve => { release = resolve })
+  const entry = { op, answered: false, started: false, release }
+  inFlight.set(id, entry)
   if (CONCURRENT_OPS.has(op)) {
     execute(id, op, args)
   } else {
-    serial = serial.then(() => execute(id, op, args))
+    serial = serial.then(() => {
+      entry.started = true
+      execute(id, op, args)
+      return done
+    })
   }
 }
 
@@ -230,7 +250,7 @@ process.on('uncaughtException', (err) => {
   log('uncaught exception:', err)
   // Whatever was in flight may now never finish: answer it instead of hanging.
   for (const [id, entry] of inFlight) {
-    if (!CONCURRENT_OPS.has(entry.op)) answer(id, { ok: false, error: { type: 'uncaught_exception', message: String(err && err.stack ? err.stack.split('\n')[0] : err) } })
+    if (entry.started) answer(id, { ok: false, error: { type: 'uncaught_exception', message: String(err && err.stack ? err.stack.split('\n')[0] : err) } })
   }
 })
 process.on('unhandledRejection', (reason) => {

@@ -15,6 +15,9 @@ const MIN_GOTO_RANGE = 0.3
 // allow this much slack, the last stretch is walked in a straight line ("nudge").
 const NODE_SLACK = 0.75
 const NUDGE_MAX_TICKS = 60
+// goto re-plans when the bot has not moved for this long (pathfinder stuck).
+const STALL_MS = 2000
+const GOTO_ATTEMPTS = 3
 // After an abort, how long to wait for the step loop to unwind before answering.
 const UNWIND_MS = 1000
 
@@ -117,16 +120,19 @@ class GoalWithin extends goals.Goal {
     this.z = Math.floor(target.z)
   }
 
+  // Nodes are block positions, but mineflayer-pathfinder 2.4.5 moves the nodes of a
+  // partial path to block centres in place (postProcessPath) and then keeps expanding
+  // them: floor first, or a node already at x + 0.5 would count as x + 1.
   heuristic (node) {
-    const dx = this.target.x - (node.x + 0.5)
-    const dz = this.target.z - (node.z + 0.5)
-    return Math.sqrt(dx * dx + dz * dz) + Math.abs(this.target.y - node.y)
+    const dx = this.target.x - (Math.floor(node.x) + 0.5)
+    const dz = this.target.z - (Math.floor(node.z) + 0.5)
+    return Math.sqrt(dx * dx + dz * dz) + Math.abs(this.target.y - Math.floor(node.y))
   }
 
   isEnd (node) {
-    const dx = this.target.x - (node.x + 0.5)
-    const dy = this.target.y - node.y
-    const dz = this.target.z - (node.z + 0.5)
+    const dx = this.target.x - (Math.floor(node.x) + 0.5)
+    const dy = this.target.y - Math.floor(node.y)
+    const dz = this.target.z - (Math.floor(node.z) + 0.5)
     return dx * dx + dy * dy + dz * dz <= this.radiusSq
   }
 }
@@ -212,15 +218,44 @@ class ProgramRunner {
     if (dist() <= tol) return
     // Node centres within this radius leave at most ~0.5 block to the real position.
     const radius = Math.max(tol - 0.5, NODE_SLACK)
+    for (let attempt = 1; ; attempt++) {
+      const stalled = await this.pathfindWithWatchdog(bot, new GoalWithin(target, radius), signal, step)
+      if (dist() <= tol) return
+      // Arrived by the pathfinder's measure, or stuck close by: walk the last bit.
+      if (dist() <= tol + NODE_SLACK + 1.0 && await nudge(bot, target, tol, signal)) return
+      if (!stalled || attempt >= GOTO_ATTEMPTS) break
+      log(`goto ${step.pos}: no progress at ${bot.entity.position}; re-planning (attempt ${attempt + 1})`)
+    }
+    throw new StepFailed(`goto ${step.pos}: stopped ${dist().toFixed(2)} blocks away (range ${tol})`)
+  }
+
+  /**
+   * bot.pathfinder.goto() with a watchdog: if the bot makes no progress for
+   * STALL_MS while the goal is set, the goal is dropped. Resolves true if stalled.
+   */
+  async pathfindWithWatchdog (bot, goal, signal, step) {
+    let stalled = false
+    let lastPos = bot.entity.position.clone()
+    let lastProgress = Date.now()
+    const timer = setInterval(() => {
+      const p = bot.entity.position
+      if (p.distanceTo(lastPos) > 0.2) {
+        lastPos = p.clone()
+        lastProgress = Date.now()
+      } else if (Date.now() - lastProgress > STALL_MS && bot.pathfinder.goal === goal) {
+        stalled = true
+        bot.pathfinder.setGoal(null) // makes goto() reject with GoalChanged
+      }
+    }, 100)
     try {
-      await abortable(bot.pathfinder.goto(new GoalWithin(target, radius)), signal)
+      await abortable(bot.pathfinder.goto(goal), signal)
     } catch (err) {
       if (err instanceof Aborted) throw err
-      throw new StepFailed(`goto ${step.pos}: ${err.name === 'NoPath' ? 'no path' : err.message}`)
+      if (!stalled) throw new StepFailed(`goto ${step.pos}: ${err.name === 'NoPath' ? 'no path' : err.message}`)
+    } finally {
+      clearInterval(timer)
     }
-    if (dist() <= tol) return
-    if (await nudge(bot, target, tol, signal)) return
-    throw new StepFailed(`goto ${step.pos}: stopped ${dist().toFixed(2)} blocks away (range ${tol})`)
+    return stalled
   }
 
   async execFollow (agent, step, signal) {

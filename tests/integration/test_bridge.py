@@ -376,6 +376,38 @@ def test_state_answers_while_programs_run(world: World) -> None:
     assert state.tick < result["r"].tick
 
 
+def test_follow_and_turn(world: World) -> None:
+    from controller.protocol import FollowStep, TurnStep
+
+    report = world.run(
+        {
+            "red": [GotoStep(pos=(-6.5, Y, 0.5), range=0.5), WaitStep(ticks=20)],
+            "blue": [FollowStep(agent="red", distance=2.0, ticks=80)],
+            "green": [LookStep(yaw=270.0), TurnStep(yaw=100.0)],
+        }
+    )
+    assert all(o.status == "ok" for o in report.outcomes.values()), report.outcomes
+    assert dist(report.players["blue"].pos, report.players["red"].pos) <= 3.0
+    assert yaw_diff(report.players["green"].yaw, 10.0) < 0.5  # 270 + 100 = 370 = 10
+
+
+def test_unreachable_goal_fails_fast(world: World) -> None:
+    t0 = time.monotonic()
+    report = world.run({"orange": [GotoStep(pos=(10.5, 70.0, 0.5), range=0.5)]})
+    out = report.outcomes["orange"]
+    assert out.status == "failed", out
+    assert "no path" in out.reason
+    assert time.monotonic() - t0 < 5.0
+
+
+def test_uncaught_exception_answers_and_keeps_serving(world: World) -> None:
+    with pytest.raises(BridgeError) as err:
+        world.bridge.request("debug_fault", {"kind": "uncaught"}, timeout_s=10)
+    assert err.value.type == "uncaught_exception"
+    report = world.run({a: [MarkStep(tag="still here")] for a in IDS})
+    assert all(o.status == "ok" for o in report.outcomes.values())
+
+
 def test_external_mode_through_operator_commands(world: World, tmp_path: Path) -> None:
     """A second runtime joins the same server as if it were external (commands only).
 

@@ -1,0 +1,217 @@
+"""Full games on the real embedded server with eight real bots."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.agents.scripted import ScriptedAgent
+from controller.checks import log_violations
+from controller.config import resolve_config
+from controller.events import Disconnect, GameEnd, Kill, Positions, Reconnect, read_events
+from controller.game import Game
+from controller.protocol import LowProgram, StepReport
+from controller.timeline import rebuild_timeline
+from controller.worlds.minecraft import MinecraftWorld
+from world.geometry import ShipGeometry
+from world.spec import load_map
+
+pytestmark = pytest.mark.integration
+
+SPEC = load_map("skeld")
+
+
+class ProbeGame(Game):
+    """Remembers the engine's live room and status of every player at every step."""
+
+    live: dict[int, dict[str, tuple[str, str]]]
+
+    def _record_poses(self, poses: Any) -> None:
+        super()._record_poses(poses)
+        if not hasattr(self, "live"):
+            self.live = {}
+        self.live[self.engine.step] = {
+            a: (self.geometry.room_at(poses[a].pos if a in poses else p.pos), p.status)
+            for a, p in self.engine.players.items()
+        }
+
+
+@pytest.fixture(scope="module")
+def full_game(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ProbeGame, Any]:
+    out = tmp_path_factory.mktemp("full")
+    config = resolve_config("quick", overrides={"seed": 3})
+    geometry = ShipGeometry(SPEC)
+    world = MinecraftWorld(config.server, out / "logs", geometry.seat_pos(0))
+    agents = {a: ScriptedAgent(a, geometry, config.seed) for a in config.agent_ids()}
+    game = ProbeGame(config, SPEC, world, agents, out)
+    try:
+        result = game.run()
+    finally:
+        world.close()
+    return out, game, result
+
+
+def test_full_quick_game_ends_by_the_rules(full_game: tuple[Path, ProbeGame, Any]) -> None:
+    out, game, result = full_game
+    assert result.status == "ok", result.reason
+    assert result.winner in ("crew", "impostors")
+    events = read_events(out / "events.jsonl")
+    assert log_violations(events) == []
+    assert isinstance(events[-1], GameEnd) and events[-1].ending == result.ending
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["versions"]["npm:mineflayer"] == "4.39.0"
+    assert summary["versions"]["npm:flying-squid"] == "1.12.0"
+    assert summary["counts"]["program_failures"] <= 2
+    # Something actually happened in the world: tasks were done by walking to stations.
+    assert summary["tasks"]["done"] > 0
+    steps = {ev.step for ev in events if isinstance(ev, Positions)}
+    assert steps == set(range(0, result.steps + 1))
+
+
+def test_kills_in_the_real_world_land_in_range(full_game: tuple[Path, ProbeGame, Any]) -> None:
+    out, game, _ = full_game
+    rules = game.config.rules
+    for ev in read_events(out / "events.jsonl"):
+        if isinstance(ev, Kill):
+            assert ev.distance <= rules.kill_range
+            assert game.geometry.room_at(ev.pos) != "outside"
+
+
+def test_timeline_matches_live_real_game(full_game: tuple[Path, ProbeGame, Any]) -> None:
+    out, game, _ = full_game
+    timeline = rebuild_timeline(out / "events.jsonl")
+    assert set(timeline) == set(game.live)
+    for step, players in game.live.items():
+        for agent, (room, status) in players.items():
+            assert (timeline[step][agent].room, timeline[step][agent].status) == (room, status)
+
+
+class DroppingWorld(MinecraftWorld):
+    """Cuts one bot's connection just before the second batch of programs."""
+
+    def __init__(self, *args: Any, victim: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.victim = victim
+        self.batches = 0
+
+    def run_programs(self, programs: dict[str, LowProgram], timeout_ms: int) -> StepReport:
+        self.batches += 1
+        if self.batches == 2 and self.bridge is not None:
+            self.bridge.drop(self.victim)
+            time.sleep(0.5)
+        return super().run_programs(programs, timeout_ms)
+
+
+def test_disconnected_bot_reconnects_and_game_goes_on(tmp_path: Path) -> None:
+    config = resolve_config("quick", overrides={"seed": 5, "rules": {"max_steps": 5}})
+    geometry = ShipGeometry(SPEC)
+    world = DroppingWorld(config.server, tmp_path / "logs", geometry.seat_pos(0), victim="blue")
+    agents = {a: ScriptedAgent(a, geometry, config.seed) for a in config.agent_ids()}
+    try:
+        result = Game(config, SPEC, world, agents, tmp_path).run()
+    finally:
+        world.close()
+    events = read_events(tmp_path / "events.jsonl")
+    assert any(isinstance(ev, Disconnect) and ev.agent == "blue" for ev in events)
+    assert any(isinstance(ev, Reconnect) and ev.agent == "blue" and ev.ok for ev in events)
+    assert result.status == "ok", result.reason
+    assert result.steps == 5
+    assert log_violations(events) == []
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid:
+            kids.append(int(entry.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _start_play(out: Path, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "play",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for_steps(out: Path, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    log = out / "events.jsonl"
+    while time.monotonic() < deadline:
+        if log.exists() and '"kind":"step_start"' in log.read_text():
+            return
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+        time.sleep(0.5)
+    pytest.fail("the game did not reach its first step")
+
+
+def _gone(pids: list[int], timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_kill_9_leaves_no_orphan_and_next_play_starts(tmp_path: Path) -> None:
+    proc = _start_play(tmp_path / "a")
+    _wait_for_steps(tmp_path / "a", proc)
+    children = _children(proc.pid)
+    assert children, "play started no child process"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert _gone(children), f"orphans survived: {[p for p in children if _alive(p)]}"
+    nxt = _start_play(tmp_path / "b", "--max-steps", "2")
+    stdout, stderr = nxt.communicate(timeout=300)
+    assert nxt.returncode == 0, stderr.decode()[-2000:]
+    assert json.loads(stdout.decode().strip().splitlines()[-1])["status"] == "ok"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_everything_and_keeps_the_record(tmp_path: Path, sig: int) -> None:
+    proc = _start_play(tmp_path)
+    _wait_for_steps(tmp_path, proc)
+    children = _children(proc.pid)
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert _gone(children), f"left running: {[p for p in children if _alive(p)]}"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "invalid" and "interrupt" in summary["reason"]
+    assert read_events(tmp_path / "events.jsonl")[-1].kind == "game_end"
