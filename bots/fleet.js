@@ -347,10 +347,24 @@ class Fleet {
     this.conn = { host: args.host ?? '127.0.0.1', port: args.port, version: args.version ?? '1.20.1' }
     if (!Number.isInteger(this.conn.port) || this.conn.port <= 0) throw new BridgeError('bad_request', 'port must be a positive integer')
     const t0 = Date.now()
+    try {
+      return await this._connect(specs, external, args, embedded, t0)
+    } catch (err) {
+      // Leave nothing half-joined behind: a later connect must start from scratch.
+      log(`connect failed (${err.message}); disconnecting the bots that joined`)
+      await this.quitAll()
+      this.agents.clear()
+      this.ops = null
+      this.admin = null
+      throw err
+    }
+  }
+
+  async _connect (specs, external, args, embedded, t0) {
     if (external) {
       const adminName = args.admin ?? 'MAU_Admin'
       if (!USERNAME_RE.test(adminName)) throw new BridgeError('bad_request', `admin must match ${USERNAME_RE}`)
-      if (seenNames.has(adminName.toLowerCase())) throw new BridgeError('bad_request', 'admin must not be one of the bots')
+      if (specs.some(sp => sp.username.toLowerCase() === adminName.toLowerCase())) throw new BridgeError('bad_request', 'admin must not be one of the bots')
       this.admin = await this._spawnBot(adminName)
       this.admin.on('end', (reason) => log(`admin ${adminName} disconnected: ${reason}`))
       this.admin.on('messagestr', (msg) => log(`[admin sees] ${msg}`))
@@ -361,11 +375,15 @@ class Fleet {
       this.ops = new EmbeddedOps(embedded)
     }
     for (const s of specs) this.agents.set(s.id, new Agent(s.id, s.username))
-    await Promise.all(specs.map(async (s) => {
+    // allSettled: on a failure, every other join must have finished (and be attached)
+    // before the cleanup in connect() disconnects them.
+    const joins = await Promise.allSettled(specs.map(async (s) => {
       const agent = this.agents.get(s.id)
       const bot = await this._spawnBot(s.username)
       this._attach(agent, bot)
     }))
+    const failed = joins.find(j => j.status === 'rejected')
+    if (failed) throw failed.reason
     const tSpawned = Date.now()
     await this._waitVisibility()
     const tVisible = Date.now()

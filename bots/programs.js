@@ -189,13 +189,15 @@ class ProgramRunner {
       case 'goto': return this.execGoto(bot, step, signal)
       case 'follow': return this.execFollow(agent, step, signal)
       case 'approach': return this.execApproach(agent, step, signal, events)
+      // Instant (no game time): the heading changes at once for this bot; the server
+      // and the other players learn it with the next physics tick (<= 50 ms).
       case 'look':
         await bot.look(yawFromProtocol(step.yaw), pitchFromProtocol(step.pitch), true)
-        return waitPhysicsTicks(bot, 1, signal) // the look packet goes out on the next tick
+        return
       case 'turn': {
         const yaw = yawToProtocol(bot.entity.yaw) + step.yaw
         await bot.look(yawFromProtocol(yaw), bot.entity.pitch, true)
-        return waitPhysicsTicks(bot, 1, signal)
+        return
       }
       case 'wait':
         return sleepUntilTick(tick() + step.ticks, signal)

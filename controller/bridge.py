@@ -76,7 +76,7 @@ class BridgeError(Exception):
         message: Human-readable explanation.
     """
 
-    def __init__(self, type: str, message: str) -> None:  # noqa: A002 - protocol field name
+    def __init__(self, type: str, message: str) -> None:
         super().__init__(f"[{type}] {message}")
         self.type = type
         self.message = message
@@ -313,7 +313,7 @@ class NodeBridge:
                 os._exit(1)
 
         env = {**os.environ, **self.extra_env}
-        env.setdefault("NODE_PATH", str(self.root / "node_modules"))
+        env.setdefault("FORCE_COLOR", "0")  # plain text in the log file (flying-squid colours)
         try:
             # close_fds=False: with close_fds=True (which pass_fds implies) the child's
             # fds 3 and 4, created in in_child(), would be closed again before exec.
@@ -327,7 +327,7 @@ class NodeBridge:
                 stderr=subprocess.STDOUT,
                 env=env,
                 close_fds=False,
-                preexec_fn=in_child,  # noqa: PLW1509 - needed for PDEATHSIG and fd mapping
+                preexec_fn=in_child,  # needed for PDEATHSIG and the fd 3/4 mapping
             )
         except BaseException:
             for fd in (req_w, resp_r, child_req, child_resp):

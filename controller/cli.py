@@ -52,12 +52,37 @@ def _play_parser(sub: Any) -> None:
     )
     p.add_argument("--map", default=None, help="map name or YAML path (default skeld)")
     p.add_argument(
+        "--frames",
+        choices=["off", "jpg", "png"],
+        default=None,
+        help="save first-person frames each step (default jpg; off renders none)",
+    )
+    p.add_argument(
         "--world",
         choices=["minecraft", "fake"],
         default="minecraft",
         help="'fake' plays in the in-process simulated world (no Minecraft)",
     )
     p.add_argument("--quiet", action="store_true", help="no per-step progress")
+
+
+def _replay_parser(sub: Any) -> None:
+    p = sub.add_parser("replay", help="videos of a played game from its folder")
+    p.add_argument("run", type=Path, help="the folder a game wrote (--out of play)")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """`mineamongus replay DIR`."""
+    from controller.replay import ReplayError, replay
+
+    try:
+        made = replay(args.run, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except ReplayError as exc:
+        print(f"mineamongus: {exc}", file=sys.stderr)
+        return 2
+    for name, path in made.items():
+        print(f"{name}: {path}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     _play_parser(sub)
+    _replay_parser(sub)
     return parser
 
 
@@ -86,6 +112,8 @@ def config_from_args(args: argparse.Namespace) -> GameConfig:
         overrides["map"] = args.map
     if args.max_steps is not None:
         overrides["rules"] = {"max_steps": args.max_steps}
+    if args.frames is not None:
+        overrides["frames"] = args.frames
     if args.server is not None:
         overrides["server"] = {"external": args.server}
     config = resolve_config("quick", file_data, overrides)
@@ -166,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "play":
         return cmd_play(args)
+    if args.command == "replay":
+        return cmd_replay(args)
     return 2
 
 

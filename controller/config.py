@@ -122,6 +122,9 @@ class GameConfig(_Frozen):
     """Wall-clock limit of one step's programs; a program still running is cancelled."""
     reconnect_attempts: int = Field(default=2, ge=0)
     """How often a disconnected bot is reconnected before the game is declared invalid."""
+    frames: Literal["off", "jpg", "png"] = "jpg"
+    """First-person frames: rendered every step and saved as `frames/<step>/<agent>.<fmt>`;
+    `off` renders none (observations then carry no picture)."""
     colors: tuple[str, ...] = DEFAULT_COLORS
     """Seat colours, which are also the agent ids, in seat order."""
 

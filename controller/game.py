@@ -40,7 +40,7 @@ from controller.events import (
 from controller.events import Eject as EjectEvent
 from controller.events import MeetingEnd as MeetingEndEvent
 from controller.events import Speech as SpeechEvent
-from controller.observation import ChatEntry, MeetingView, Observation
+from controller.observation import ChatEntry, MeetingView, Observation, Scoreboard, Sighting
 from controller.programs import (
     Program,
     ProgramError,
@@ -51,7 +51,7 @@ from controller.programs import (
 )
 from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport
 from controller.versions import python_versions
-from controller.worlds.base import Seat, World, WorldFault
+from controller.worlds.base import Frame, Seat, World, WorldFault
 from world.builder import build_blocks, marker_block
 from world.geometry import ShipGeometry
 from world.spec import MapSpec
@@ -148,6 +148,10 @@ class Game:
         self.sees: dict[str, list[str]] = {}
         self.sees_bodies: dict[str, list[str]] = {}
         self.known_dead: list[str] = []
+        self.last_seen: dict[str, dict[str, Sighting]] = {a: {} for a in ids}
+        self.bodies_seen: dict[str, dict[str, Sighting]] = {a: {} for a in ids}
+        self.task_in_progress: dict[str, int | None] = dict.fromkeys(ids)
+        self.frames: dict[str, Frame] = {}
         self.counts: dict[str, int] = {
             "invalid_decisions": 0,
             "program_timeouts": 0,
@@ -297,6 +301,21 @@ class Game:
                 talk_ticks_left=e.talk_ticks_left(),
             )
         phase = e.phase if e.phase in ("free_roam", "meeting", "voting") else "free_roam"
+        done = set(p.done)
+        scoreboard = Scoreboard(
+            phase=e.phase,
+            kill_ready=e.kill_ready(agent),
+            task_bits=[s in done for s in p.tasks],
+            dead=not p.alive,
+            meeting_countdown=meeting.talk_ticks_left if meeting else None,
+            speaker=meeting.speaker if meeting else None,
+            game_over=e.phase == "over",
+            area=self.geometry.room_at(p.pos),
+            task_in_progress=self.task_in_progress[agent],
+            reported_body=meeting.victim if meeting else None,
+            emergency_ready=e.emergency_ready(agent),
+        )
+        frame = self.frames.get(agent)
         return Observation(
             agent=agent,
             role=p.role,
@@ -321,6 +340,12 @@ class Game:
             },
             chat=self.chat[start:],
             meeting=meeting,
+            scoreboard=scoreboard,
+            last_seen=dict(self.last_seen[agent]),
+            bodies_seen=dict(self.bodies_seen[agent]),
+            rgb=frame.rgb if frame else None,
+            jpeg=frame.jpeg if frame else None,
+            frame_path=frame.path if frame else None,
         )
 
     def _decide(self, agents: list[str]) -> dict[str, tuple[AgentDecision | None, float, str]]:
@@ -344,7 +369,17 @@ class Game:
         async def every() -> list[tuple[str, AgentDecision | None, float, str]]:
             return await asyncio.gather(*(one(a) for a in agents))
 
+        self._render(agents)
+
         return {a: (d, ms, err) for a, d, ms, err in asyncio.run(every())}
+
+    def _render(self, agents: list[str]) -> None:
+        """First-person frames of the agents about to decide (unless frames are off)."""
+        self.frames = {}
+        if self.config.frames == "off":
+            return
+        folder = self.out_dir / "frames" / f"{self.engine.step:04d}"
+        self.frames = self.world.render(agents, folder, self.config.frames)
 
     def _accept(
         self, agent: str, decision: AgentDecision | None, latency_ms: float, error: str
@@ -475,6 +510,7 @@ class Game:
         for agent, outcome in report.outcomes.items():
             seat = self.seat_index[agent]
             task_start: dict[int, int] = {}
+            self.task_in_progress[agent] = None
             for ev in outcome.events:
                 if ev.kind == "reached" and ev.agent is not None and ev.target_pos is not None:
                     out.append(
@@ -490,7 +526,9 @@ class Game:
                     name, _, arg = ev.tag.partition(":")
                     if name == "task_start":
                         task_start[int(arg)] = ev.tick
+                        self.task_in_progress[agent] = int(arg)
                     elif name == "task_done" and int(arg) in task_start:
+                        self.task_in_progress[agent] = None
                         out.append(
                             _Intent(
                                 ev.tick,
@@ -611,6 +649,18 @@ class Game:
             for a in living
         }
         self._emit(Visibility(sees=self.sees, bodies=self.sees_bodies, **self._base()))
+        for a, seen in self.sees.items():
+            for b in seen:
+                pos = e.players[b].pos
+                self.last_seen[a][b] = Sighting(
+                    step=e.step, tick=e.tick, pos=pos, room=self.geometry.room_at(pos)
+                )
+        for a, seen in self.sees_bodies.items():
+            for v in seen:
+                body = e.bodies[v]
+                self.bodies_seen[a][v] = Sighting(
+                    step=e.step, tick=e.tick, pos=body.pos, room=body.room
+                )
 
     # ------------------------------------------------------------------ meetings
     def _meeting(self) -> None:

@@ -1,5 +1,5 @@
 """Worlds the step loop can drive: the real Minecraft world and an in-process fake."""
 
-from controller.worlds.base import Seat, World, WorldEvent, WorldFault
+from controller.worlds.base import Frame, Seat, World, WorldEvent, WorldFault
 
-__all__ = ["Seat", "World", "WorldEvent", "WorldFault"]
+__all__ = ["Frame", "Seat", "World", "WorldEvent", "WorldFault"]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Literal, Protocol
+
+import numpy as np
 
 from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
 
@@ -31,6 +34,21 @@ class WorldEvent:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class Frame:
+    """One first-person picture of a player's view."""
+
+    rgb: np.ndarray
+    """uint8 pixels, shape (360, 640, 3)."""
+    jpeg: bytes
+    """The same picture JPEG-encoded (what models are sent)."""
+    path: str | None = None
+    """Where it was saved, if it was."""
+
+
+FrameFormat = Literal["jpg", "png"]
+
+
 class World(Protocol):
     """Space, movement and pixels; no rules."""
 
@@ -52,6 +70,12 @@ class World(Protocol):
 
     def broadcast(self, text: str) -> None:
         """Announce a message to every player as the server."""
+        ...
+
+    def render(
+        self, agents: list[str], save_dir: Path | None, fmt: FrameFormat
+    ) -> dict[str, Frame]:
+        """First-person frames of the listed players, each saved as `save_dir/<agent>.<fmt>`."""
         ...
 
     def state(self) -> tuple[int, dict[str, PlayerPose]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from controller.protocol import (
     ApproachStep,
@@ -31,7 +32,8 @@ from controller.protocol import (
     Vec3,
     WaitStep,
 )
-from controller.worlds.base import Seat, WorldEvent, WorldFault
+from controller.worlds.base import Frame, FrameFormat, Seat, WorldEvent, WorldFault
+from controller.worlds.sketch import encode, save, sketch
 from world.geometry import ShipGeometry
 
 TICK_MS = 50
@@ -152,6 +154,32 @@ class FakeWorld:
     def broadcast(self, text: str) -> None:
         """Record a server message."""
         self.broadcasts.append(text)
+
+    def render(
+        self, agents: list[str], save_dir: Path | None, fmt: FrameFormat
+    ) -> dict[str, Frame]:
+        """Synthetic first-person pictures (see `controller.worlds.sketch`)."""
+        out: dict[str, Frame] = {}
+        markers = {b: pos for pos, b in self._markers().items()}
+        for agent in agents:
+            body = self.players[agent]
+            others = {a: b.pos for a, b in self.players.items() if a != agent}
+            rgb = sketch(self.geometry, body.pos, body.yaw, others, markers)
+            jpeg = encode(rgb, "jpg")
+            path = None
+            if save_dir is not None:
+                data = jpeg if fmt == "jpg" else encode(rgb, "png")
+                path = save(data, save_dir / f"{agent}.{fmt}")
+            out[agent] = Frame(rgb=rgb, jpeg=jpeg, path=path)
+        return out
+
+    def _markers(self) -> dict[Vec3, str]:
+        """Body markers (carpets) by position, named by colour."""
+        out: dict[Vec3, str] = {}
+        for (x, y, z), block in self.blocks.items():
+            if block.endswith("_carpet"):
+                out[(x + 0.5, float(y), z + 0.5)] = block.removesuffix("_carpet")
+        return out
 
     def state(self) -> tuple[int, dict[str, PlayerPose]]:
         """Current tick and poses."""

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,12 +27,15 @@ from controller.bridge import BotSpec, BridgeError, NodeBridge, free_port
 from controller.protocol import (
     ApproachStep,
     BlockPlacement,
+    ChatStep,
+    FollowStep,
     GotoStep,
     LookStep,
     LowProgram,
     MarkStep,
     StepReport,
     Teleport,
+    TurnStep,
     WaitStep,
 )
 
@@ -106,8 +110,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     bridge = NodeBridge(log_path=log_path)
     bridge.start()
     try:
-        port = bridge.start_server(HOST, free_port(HOST), VERSION, (0.5, Y, 0.5), 4,
-                                   ops=["MAU_Admin"])
+        port = bridge.start_server(
+            HOST, free_port(HOST), VERSION, (0.5, Y, 0.5), 4, ops=["MAU_Admin"]
+        )
         t0 = time.monotonic()
         n = bridge.set_blocks(map_blocks())
         log.info("set_blocks: %d blocks in %.0f ms", n, (time.monotonic() - t0) * 1000)
@@ -149,25 +154,6 @@ def test_every_bot_sees_the_other_seven(world: World) -> None:
     world.metrics["join_s"] = round(world.join_s, 2)
 
 
-def test_trivial_program_round_trip(world: World) -> None:
-    times = []
-    for _ in range(10):
-        t0 = time.monotonic()
-        report = world.run({a: [MarkStep(tag="x")] for a in IDS}, timeout_ms=5000)
-        times.append((time.monotonic() - t0) * 1000)
-        assert all(o.status == "ok" for o in report.outcomes.values())
-    world.metrics["trivial_run_programs_ms_median"] = round(sorted(times)[len(times) // 2], 1)
-    world.metrics["trivial_run_programs_ms_max"] = round(max(times), 1)
-    pid = world.bridge.pid
-    assert pid is not None
-    rss_kb = next(
-        int(line.split()[1])
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-        if line.startswith("VmRSS:")
-    )
-    world.metrics["node_rss_mb"] = round(rss_kb / 1024)
-
-
 def test_goto_through_the_corridor_and_mark(world: World) -> None:
     target = (26.5, Y, 0.5)
     start = world.pose("red")
@@ -184,7 +170,12 @@ def test_goto_through_the_corridor_and_mark(world: World) -> None:
     assert set(report.outcomes) == {"red"}  # bots without a program do nothing
     assert dist(report.players["red"].pos, target) <= 1.0
     start_ev, end_ev = out.events
-    assert (start_ev.kind, start_ev.tag, end_ev.kind, end_ev.tag) == ("mark", "start", "mark", "end")
+    assert (start_ev.kind, start_ev.tag, end_ev.kind, end_ev.tag) == (
+        "mark",
+        "start",
+        "mark",
+        "end",
+    )
     assert out.start_tick <= start_ev.tick <= end_ev.tick <= out.end_tick <= report.tick
     assert dist(start_ev.pos, start) < 0.5
     assert dist(end_ev.pos, target) <= 1.0
@@ -215,8 +206,9 @@ def test_look_yaw_270_faces_east(world: World) -> None:
     # An emerald block 3 east of pink at eye height: looking at yaw 270 must hit it.
     x, _, z = world.pose("pink")
     marker = (math.floor(x) + 3, 66, math.floor(z))
-    world.bridge.set_blocks([BlockPlacement(x=marker[0], y=marker[1], z=marker[2],
-                                            block="emerald_block")])
+    world.bridge.set_blocks(
+        [BlockPlacement(x=marker[0], y=marker[1], z=marker[2], block="emerald_block")]
+    )
     report = world.run({"pink": [LookStep(yaw=270.0, pitch=0.0)]})
     assert report.outcomes["pink"].status == "ok"
     assert yaw_diff(report.players["pink"].yaw, 270.0) < 0.5
@@ -229,8 +221,10 @@ def test_look_yaw_270_faces_east(world: World) -> None:
     report = world.run({"pink": [LookStep(yaw=90.0, pitch=30.0)]})
     assert yaw_diff(report.players["pink"].yaw, 90.0) < 0.5
     assert abs(report.players["pink"].pitch - 30.0) < 0.5
-    assert world.bridge.inspect()["bots"]["pink"]["cursor"] != {"block": "emerald_block",
-                                                                 "pos": list(marker)}
+    assert world.bridge.inspect()["bots"]["pink"]["cursor"] != {
+        "block": "emerald_block",
+        "pos": list(marker),
+    }
     world.bridge.set_blocks([BlockPlacement(x=marker[0], y=marker[1], z=marker[2], block="air")])
 
 
@@ -293,8 +287,6 @@ def test_invalid_step_shapes(world: World) -> None:
 
 
 def test_chat_reaches_others_attributed(world: World) -> None:
-    from controller.protocol import ChatStep
-
     text = "hello & goodbye"
     report = world.run({"red": [ChatStep(text=text)]})
     (ev,) = report.outcomes["red"].events
@@ -359,8 +351,6 @@ def test_drop_then_reconnect(world: World) -> None:
 
 
 def test_state_answers_while_programs_run(world: World) -> None:
-    import threading
-
     result: dict[str, StepReport] = {}
     thread = threading.Thread(
         target=lambda: result.setdefault("r", world.run({"red": [WaitStep(ticks=30)]}))
@@ -376,13 +366,33 @@ def test_state_answers_while_programs_run(world: World) -> None:
     assert state.tick < result["r"].tick
 
 
-def test_follow_and_turn(world: World) -> None:
-    from controller.protocol import FollowStep, TurnStep
+def test_trivial_program_round_trip(world: World) -> None:
+    """Bridge overhead of one 8-bot batch, once the join traffic has settled."""
+    times = []
+    for _ in range(10):
+        t0 = time.monotonic()
+        report = world.run({a: [MarkStep(tag="x")] for a in IDS}, timeout_ms=5000)
+        times.append((time.monotonic() - t0) * 1000)
+        assert all(o.status == "ok" for o in report.outcomes.values())
+    world.metrics["trivial_run_programs_ms_median"] = round(sorted(times)[len(times) // 2], 1)
+    world.metrics["trivial_run_programs_ms_max"] = round(max(times), 1)
+    pid = world.bridge.pid
+    assert pid is not None
+    rss_kb = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmRSS:")
+    )
+    world.metrics["node_rss_mb"] = round(rss_kb / 1024)
 
+
+def test_follow_and_turn(world: World) -> None:
     report = world.run(
         {
-            "red": [GotoStep(pos=(-6.5, Y, 0.5), range=0.5), WaitStep(ticks=20)],
-            "blue": [FollowStep(agent="red", distance=2.0, ticks=80)],
+            # red walks back through the corridor (~33 blocks, ~6 s) and waits there;
+            # blue follows it the whole time.
+            "red": [GotoStep(pos=(-6.5, Y, 0.5), range=0.5), WaitStep(ticks=60)],
+            "blue": [FollowStep(agent="red", distance=2.0, ticks=180)],
             "green": [LookStep(yaw=270.0), TurnStep(yaw=100.0)],
         }
     )
@@ -416,8 +426,10 @@ def test_external_mode_through_operator_commands(world: World, tmp_path: Path) -
     external mode is not covered here.
     """
     with NodeBridge(log_path=tmp_path / "node-ext.log") as ext:
-        bots = [BotSpec(id="e1", username="Ext_One", pos=(-6.5, Y, 0.5), yaw=270.0),
-                BotSpec(id="e2", username="Ext_Two", pos=(-4.5, Y, 0.5), yaw=90.0)]
+        bots = [
+            BotSpec(id="e1", username="Ext_One", pos=(-6.5, Y, 0.5), yaw=270.0),
+            BotSpec(id="e2", username="Ext_Two", pos=(-4.5, Y, 0.5), yaw=90.0),
+        ]
         poses = ext.connect(HOST, world.port, VERSION, bots, external=True, admin="MAU_Admin")
         assert dist(poses["e1"].pos, (-6.5, Y, 0.5)) < 0.05
         assert yaw_diff(poses["e1"].yaw, 270.0) < 0.5
@@ -476,3 +488,22 @@ def _alive(pid: int) -> bool:
         return False
     state = next((ln for ln in status.splitlines() if ln.startswith("State:")), "")
     return "Z" not in state.split(":", 1)[1][:3] if state else True
+
+
+def test_failed_join_is_reported_and_leaves_nothing(tmp_path: Path) -> None:
+    closed_port = free_port(HOST)  # nothing listens there
+    with NodeBridge(log_path=tmp_path / "node.log") as bridge:
+        bots = [BotSpec(id="a", username="Alone", pos=(0.5, Y, 0.5))]
+        with pytest.raises(BridgeError) as err:
+            bridge.connect(HOST, closed_port, VERSION, bots, external=True, timeout_s=30)
+        assert err.value.type == "join_failed"
+        with pytest.raises(BridgeError) as err:
+            bridge.connect(HOST, closed_port, VERSION, bots, external=True, timeout_s=30)
+        assert err.value.type == "join_failed"  # not "already connected"
+        assert bridge.state().players == {}
+        with pytest.raises(BridgeError) as err:
+            bridge.start_server("0.0.0.0", 0, VERSION, (0.5, Y, 0.5), 4)
+        assert err.value.type == "bad_request"
+        with pytest.raises(BridgeError) as err:
+            bridge.connect(HOST, closed_port, VERSION, bots)  # embedded, but no server
+        assert err.value.type == "bad_state"
