@@ -101,7 +101,7 @@ class ExternalOps {
 
   command (cmd) {
     if (cmd.length > 256) throw new BridgeError('bad_request', `command longer than 256 characters: ${cmd.slice(0, 60)}...`)
-    if (!this.admin || !this.admin.entity) throw new BridgeError('disconnected', 'the admin account is not connected')
+    if (!this.admin || !this.admin.entity || this.admin.mauGone) throw new BridgeError('disconnected', 'the admin account is not connected')
     this.admin.chat(cmd)
   }
 
@@ -365,8 +365,13 @@ class Fleet {
       const adminName = args.admin ?? 'MAU_Admin'
       if (!USERNAME_RE.test(adminName)) throw new BridgeError('bad_request', `admin must match ${USERNAME_RE}`)
       if (specs.some(sp => sp.username.toLowerCase() === adminName.toLowerCase())) throw new BridgeError('bad_request', 'admin must not be one of the bots')
-      this.admin = await this._spawnBot(adminName)
-      this.admin.on('end', (reason) => log(`admin ${adminName} disconnected: ${reason}`))
+      const admin = await this._spawnBot(adminName)
+      this.admin = admin
+      admin.on('end', (reason) => {
+        admin.mauGone = true
+        log(`admin ${adminName} disconnected: ${reason}`)
+        if (this.admin === admin) this.emit({ event: 'log', level: 'error', message: `admin ${adminName} disconnected: ${reason}`, tick: tick() })
+      })
       this.admin.on('messagestr', (msg) => log(`[admin sees] ${msg}`))
       this.ops = new ExternalOps(this.admin)
       this.ops.command('/gamemode spectator')
@@ -532,8 +537,10 @@ class Fleet {
       a.expectEnd = true
       try { a.bot.quit('shutdown') } catch (err) { log('quit failed', err) }
     }
-    if (this.admin) {
-      try { this.admin.quit('shutdown') } catch (err) { log('admin quit failed', err) }
+    const admin = this.admin
+    this.admin = null // an expected end: no event
+    if (admin) {
+      try { admin.quit('shutdown') } catch (err) { log('admin quit failed', err) }
     }
     await waitFor(() => all.every(a => !a.connected), 2000, 20, 'bots to quit').catch(() => {})
   }

@@ -197,6 +197,11 @@ class EmbeddedServer {
     // From here until the client confirms this id, its movement packets are stale.
     player._mauPendingTeleport = { id: teleportId, at: Date.now() }
     await player.sendPosition(target, false, true)
+    // A move of less than 8 blocks reaches watchers as a relative move, which carries
+    // no heading, and the client's own look packet for the same heading is then
+    // deduplicated by the server: tell watchers the heading explicitly.
+    player._writeOthersNearby('entity_look', { entityId: player.id, yaw: player.yaw, pitch: player.pitch, onGround: Boolean(player.onGround) })
+    player._writeOthersNearby('entity_head_rotation', { entityId: player.id, headYaw: player.yaw })
     player._client.write('position', {
       x: target.x,
       y: target.y,

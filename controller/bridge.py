@@ -162,7 +162,7 @@ def find_node(node: str | None = None) -> str:
         raise BridgeError(
             "setup",
             "Node.js not found (looked at $MAU_NODE and PATH); install Node >= 20 "
-            "with the project's setup script",
+            "(see scripts/setup.sh)",
         )
     try:
         out = subprocess.run(
@@ -194,9 +194,9 @@ def check_node_modules(root: Path) -> Path:
     if missing:
         raise BridgeError(
             "setup",
-            f"Node packages missing from {modules}: {', '.join(missing)}. Run the project's "
-            "setup script (it installs the pinned versions with `npm ci` from "
-            "package-lock.json); the bridge never installs packages itself.",
+            f"Node packages missing from {modules}: {', '.join(missing)}. Run "
+            "scripts/setup.sh (it installs the pinned versions from package-lock.json); "
+            "the bridge never installs packages itself.",
         )
     return modules
 
@@ -302,6 +302,7 @@ class NodeBridge:
         resp_r, resp_w = os.pipe()  # the child writes fd 4; Python reads resp_r
         child_req, child_resp = _high_fd(req_r), _high_fd(resp_w)
         libc = _LIBC
+        parent_pid = os.getpid()
 
         def in_child() -> None:  # runs between fork and exec: keep it minimal
             os.dup2(child_req, _CHILD_REQUEST_FD)  # dup2 targets are inheritable
@@ -309,7 +310,7 @@ class NodeBridge:
             if libc is not None:
                 libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             # If the parent already died before prctl took effect, do not linger.
-            if os.getppid() == 1:
+            if os.getppid() != parent_pid:
                 os._exit(1)
 
         env = {**os.environ, **self.extra_env}
@@ -711,6 +712,69 @@ class NodeBridge:
             "reconnect", {"id": agent, "pos": list(pos), "yaw": yaw}, timeout_s=timeout_s
         )
         return _poses(result)
+
+    def render_init(
+        self,
+        agents: Sequence[str] | None = None,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        view_distance: int | None = None,
+        timeout_s: float = 120.0,
+    ) -> dict[str, Any]:
+        """Create the first-person renderers now instead of at the first `render`.
+
+        Needs the bridge started with `DISPLAY` of an X server (`controller.xvfb.Xvfb`).
+
+        Args:
+            agents: Bots to prepare (default: all).
+            width: Frame width in pixels for renderers created from now on (default 640).
+            height: Frame height in pixels (default 360).
+            view_distance: Chunks drawn around each bot (default 3).
+            timeout_s: Request timeout (set-up takes seconds per bot).
+
+        Returns:
+            `{"ready": {id: setup_ms}, "errors": {id: message}, "settings": {...}, "ms"}`.
+        """
+        args: dict[str, Any] = {}
+        if agents is not None:
+            args["agents"] = list(agents)
+        for key, value in (("width", width), ("height", height), ("view_distance", view_distance)):
+            if value is not None:
+                args[key] = value
+        return self.request("render_init", args, timeout_s=timeout_s)
+
+    def render(
+        self,
+        agents: Sequence[str],
+        files: Mapping[str, Mapping[str, str | None]],
+        quality: int = 85,
+        timeout_s: float = 60.0,
+    ) -> dict[str, Any]:
+        """Render one first-person frame per bot and write it to files (from Node).
+
+        Call it between programs (it blocks the Node event loop ~25 ms per bot). A bot
+        without a renderer gets one first (seconds). Needs the bridge started with
+        `DISPLAY` of an X server (`controller.xvfb.Xvfb`).
+
+        Args:
+            agents: Bots to render.
+            files: Per bot, absolute paths for `raw` (RGB24, height x width x 3 bytes,
+                top row first), `jpg` and `png`; a kind left out or None is not written.
+            quality: JPEG quality 1..100.
+            timeout_s: Request timeout.
+
+        Returns:
+            `{"frames": {id: {"raw", "jpg", "png", "ms"}}, "errors": {id: message},
+            "setup_ms": {id: ms}, "ms": total}`; a bot that could not be rendered (e.g.
+            not connected) is absent from `frames` and listed in `errors`.
+        """
+        payload = {agent: dict(spec) for agent, spec in files.items()}
+        return self.request(
+            "render",
+            {"agents": list(agents), "files": payload, "quality": quality},
+            timeout_s=timeout_s,
+        )
 
 
 def _poses(result: Mapping[str, Any]) -> dict[str, PlayerPose]:

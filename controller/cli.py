@@ -12,10 +12,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from controller.agents.scripted import ScriptedAgent
 from controller.config import PRESETS, ConfigError, GameConfig, load_config_file, resolve_config
 from controller.game import Game, GameResult
+from controller.players import agent_factory, check_sides
 from controller.worlds.base import World
+from harness_aria.backends.base import CredentialsError
+from harness_aria.spec import AblationError, apply_ablations
 from world.geometry import ShipGeometry
 from world.spec import MapSpec, MapSpecError, load_map
 
@@ -31,8 +33,32 @@ def _play_parser(sub: Any) -> None:
         help="timing preset (default: quick, or the config file's)",
     )
     p.add_argument(
-        "--agents", choices=["scripted"], default=None, help="who plays (default: scripted)"
+        "--agents",
+        choices=["scripted"],
+        default=None,
+        help="shortcut: both sides scripted (the default)",
     )
+    p.add_argument(
+        "--crew",
+        default=None,
+        metavar="BACKEND",
+        help="crewmates: scripted, fake, openai:MODEL, anthropic:MODEL, openai-compatible:MODEL",
+    )
+    p.add_argument("--impostor", default=None, metavar="BACKEND", help="impostors: as --crew")
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help="endpoint for openai-compatible backends (e.g. http://127.0.0.1:8000/v1)",
+    )
+    p.add_argument(
+        "--ablation",
+        action="append",
+        default=[],
+        metavar="SIDE.FIELD=VALUE",
+        help="ARIA spec setting, repeatable, e.g. crew.memory=semantic impostor.planning="
+        "hierarchical both.state=ego",
+    )
+    p.add_argument("--text-only", action="store_true", help="send no images to the models")
     p.add_argument("--seed", type=int, default=None, help="game seed (default 0)")
     p.add_argument(
         "--out", type=Path, default=None, help="output folder (default runs/<time>-seed<N>)"
@@ -104,8 +130,25 @@ def config_from_args(args: argparse.Namespace) -> GameConfig:
     overrides: dict[str, Any] = {}
     if args.preset is not None:
         overrides["preset"] = args.preset
-    if args.agents is not None:
-        overrides["agents"] = args.agents
+    sides: dict[str, dict[str, Any]] = {"crew": {}, "impostor": {}}
+    if args.agents == "scripted":
+        sides = {"crew": {"backend": "scripted"}, "impostor": {"backend": "scripted"}}
+    for side in ("crew", "impostor"):
+        backend = getattr(args, side)
+        if backend is not None:
+            sides[side]["backend"] = backend
+        if args.base_url is not None:
+            sides[side]["base_url"] = args.base_url
+        if args.text_only:
+            sides[side]["text_only"] = True
+    base = resolve_config("quick", file_data)
+    crew_spec, impostor_spec = apply_ablations(base.crew.spec, base.impostor.spec, args.ablation)
+    if args.ablation:
+        sides["crew"]["spec"] = crew_spec.model_dump()
+        sides["impostor"]["spec"] = impostor_spec.model_dump()
+    for side, values in sides.items():
+        if values:
+            overrides[side] = values
     if args.seed is not None:
         overrides["seed"] = args.seed
     if args.map is not None:
@@ -137,7 +180,7 @@ def play_game(
 ) -> GameResult:
     """Set up the world and agents, play one game, and always close the world."""
     geometry = ShipGeometry(spec)
-    agents = {a: ScriptedAgent(a, geometry, config.seed) for a in config.agent_ids()}
+    agents = agent_factory(config, geometry)
     world = make_world(world_kind, config, geometry, out)
     try:
         game = Game(config, spec, world, agents, out, progress=progress)
@@ -155,7 +198,8 @@ def cmd_play(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
         spec = load_map(config.map)
-    except (ConfigError, MapSpecError) as exc:
+        check_sides(config)
+    except (ConfigError, MapSpecError, AblationError, CredentialsError, ValueError) as exc:
         print(f"mineamongus: {exc}", file=sys.stderr)
         return 2
     out = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{config.seed}"

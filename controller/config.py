@@ -14,6 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness_aria.spec import AriaSpec
+
 PRESETS = ("quick", "paper")
 
 DEFAULT_COLORS = ("red", "blue", "green", "pink", "orange", "yellow", "black", "white")
@@ -103,6 +105,20 @@ class ServerConfig(_Frozen):
         return host, int(port)
 
 
+class SideConfig(_Frozen):
+    """Who plays one side (all crewmates, or all impostors)."""
+
+    backend: str = "scripted"
+    """`scripted` (the rule-based control agent) or a model backend for ARIA: `fake`,
+    `openai:MODEL`, `anthropic:MODEL`, `openai-compatible:MODEL` (needs `base_url`)."""
+    base_url: str | None = None
+    """Endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp), or an override."""
+    text_only: bool = False
+    """Send no images (for models without vision)."""
+    spec: AriaSpec = AriaSpec()
+    """ARIA's ablation spec for this side (ignored by `scripted`)."""
+
+
 class GameConfig(_Frozen):
     """Everything that defines one game."""
 
@@ -112,8 +128,10 @@ class GameConfig(_Frozen):
     """Map name under `world/maps/` or a path to a map YAML file."""
     seed: int = 0
     """Seed of every random choice of the game (roles, tasks, scripted agents)."""
-    agents: Literal["scripted"] = "scripted"
-    """Which agents play."""
+    crew: SideConfig = SideConfig()
+    """Who plays the crewmates."""
+    impostor: SideConfig = SideConfig()
+    """Who plays the impostors."""
     rules: RulesConfig = RulesConfig()
     """The rules."""
     server: ServerConfig = ServerConfig()

@@ -99,6 +99,14 @@ class Decision(EventBase):
     reasoning: str = ""
     narration: str = ""
     latency_ms: float = 0.0
+    error_kind: Literal["", "rules", "model", "infrastructure"] = ""
+    """Where `error` came from: the rules refused the program, the model's answer was
+    unusable, or the infrastructure failed after retries."""
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+    """Model calls behind the decision: purpose, prompt refs (style/name@hash), model,
+    raw output, parsed answer, tokens in/out/cached, latency, cost, attempts, error class."""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """The deciding agent's ablation spec."""
 
 
 class ProgramRun(EventBase):

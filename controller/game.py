@@ -13,11 +13,11 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from controller.agents.base import Agent, AgentDecision
+from controller.agents.base import Agent, AgentDecision, InfrastructureFailure
 from controller.config import GameConfig
 from controller.engine import SKIP, Engine
 from controller.events import (
@@ -33,6 +33,7 @@ from controller.events import (
     Positions,
     ProgramRun,
     Reconnect,
+    Role,
     ServerMessage,
     StepStart,
     Visibility,
@@ -116,7 +117,7 @@ class Game:
         config: GameConfig,
         spec: MapSpec,
         world: World,
-        agents: Mapping[str, Agent],
+        agents: Mapping[str, Agent] | Callable[[str, Role], Agent],
         out_dir: Path,
         progress: Progress | None = None,
     ) -> None:
@@ -124,13 +125,9 @@ class Game:
         self.spec = spec
         self.geometry = ShipGeometry(spec)
         self.world = world
-        self.agents = dict(agents)
         self.out_dir = Path(out_dir)
         self.progress = progress or (lambda _line: None)
         ids = config.agent_ids()
-        missing = [a for a in ids if a not in self.agents]
-        if missing:
-            raise ValueError(f"no agent for seats {missing}")
         self.engine = Engine(
             config.rules,
             ids,
@@ -139,6 +136,13 @@ class Game:
             button=self.geometry.button_pos(),
             room_at=self.geometry.room_at,
         )
+        if callable(agents):
+            self.agents = {a: agents(a, self.engine.players[a].role) for a in ids}
+        else:
+            self.agents = dict(agents)
+        missing = [a for a in ids if a not in self.agents]
+        if missing:
+            raise ValueError(f"no agent for seats {missing}")
         self.seat_index = {a: i for i, a in enumerate(ids)}
         self.game_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{config.seed}-{uuid.uuid4().hex[:6]}"
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -162,8 +166,16 @@ class Game:
             "meetings": 0,
             "ejections": 0,
             "rejected_actions": 0,
+            "infra_errors": 0,
+            "model_calls": 0,
+            "failed_calls": 0,
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "tokens_cached": 0,
         }
         self.timings: list[StepTiming] = []
+        self.cost_usd = 0.0
+        self.resumable = False
         self.versions: dict[str, str] = {}
         self.started = 0.0
 
@@ -217,6 +229,8 @@ class Game:
     def run(self) -> GameResult:
         """Play the game to its end; always write the final events and the summary."""
         self.started = time.monotonic()
+        # One event loop for the whole game: model clients keep connections bound to it.
+        self.loop = asyncio.new_event_loop()
         end: GameEnd | None = None
         try:
             self._setup()
@@ -233,11 +247,17 @@ class Game:
             raise
         except WorldFault as exc:
             end = self.engine.end_event("invalid", f"world fault: {exc}")
+        except InfrastructureFailure as exc:
+            self.resumable = True
+            end = self.engine.end_event(
+                "invalid", f"infrastructure: {exc.error_class}: {exc} (the game can be rerun)"
+            )
         finally:
             if end is None:
                 end = self.engine.end_event("invalid", "controller error (see logs)")
             self._emit(end)
             self.log.close()
+            self.loop.close()
             result = self._write_summary(end)
         return result
 
@@ -357,6 +377,8 @@ class Game:
             try:
                 decision = await self.agents[agent].decide(obs)
                 return agent, decision, (time.perf_counter() - t0) * 1000, ""
+            except InfrastructureFailure:
+                raise
             except Exception as exc:  # an agent's own failure is recorded, never a move
                 log.exception("agent %s failed", agent)
                 return (
@@ -371,7 +393,8 @@ class Game:
 
         self._render(agents)
 
-        return {a: (d, ms, err) for a, d, ms, err in asyncio.run(every())}
+        results = self.loop.run_until_complete(every())
+        return {a: (d, ms, err) for a, d, ms, err in results}
 
     def _render(self, agents: list[str]) -> None:
         """First-person frames of the agents about to decide (unless frames are off)."""
@@ -385,6 +408,7 @@ class Game:
         self, agent: str, decision: AgentDecision | None, latency_ms: float, error: str
     ) -> Program | None:
         """Parse and validate a decision's program; log the decision either way."""
+        error, kind = self._decision_error(decision, error)
         program: Program | None = None
         if decision is not None and not error:
             try:
@@ -396,28 +420,66 @@ class Game:
                 ):
                     raise ProgramError("at most one say per meeting turn")
             except ProgramError as exc:
-                error = str(exc)
+                error, kind = str(exc), "rules"
                 program = None
+        self._log_decision(agent, self.engine.phase, decision, latency_ms, error, kind)
+        return program
+
+    @staticmethod
+    def _decision_error(decision: AgentDecision | None, error: str) -> tuple[str, str]:
+        """The decision's error and where it came from (`model` or `infrastructure`)."""
         if error:
-            self.counts["invalid_decisions"] += 1
+            return error, "model"
+        if decision is None:
+            return "no decision", "model"
+        if decision.infrastructure:
+            return decision.invalid or decision.infrastructure, "infrastructure"
+        if decision.invalid:
+            return decision.invalid, "model"
+        return "", ""
+
+    def _log_decision(
+        self,
+        agent: str,
+        phase: str,
+        decision: AgentDecision | None,
+        latency_ms: float,
+        error: str,
+        kind: str,
+    ) -> None:
+        """Write the decision event and count errors, calls, tokens and cost."""
         d = decision or AgentDecision()
+        if kind == "infrastructure":
+            self.counts["infra_errors"] += 1
+        elif error:
+            self.counts["invalid_decisions"] += 1
+        for call in d.calls:
+            self.counts["model_calls"] += 1
+            self.counts["tokens_in"] += int(call.get("tokens_in", 0))
+            self.counts["tokens_out"] += int(call.get("tokens_out", 0))
+            self.counts["tokens_cached"] += int(call.get("tokens_cached", 0))
+            self.cost_usd += float(call.get("cost_usd", 0.0))
+            if call.get("error_class"):
+                self.counts["failed_calls"] += 1
         self._emit(
             Decision(
                 agent=agent,
-                phase=self.engine.phase,
+                phase=phase,
                 module=d.module,
                 program=d.program,
                 vote=d.vote,
                 valid=not error,
                 error=error,
+                error_kind=kind,
                 raw=d.raw,
                 reasoning=d.reasoning,
                 narration=d.narration,
                 latency_ms=round(latency_ms, 3),
+                calls=d.calls,
+                spec=d.spec,
                 **self._base(),
             )
         )
-        return program
 
     # ------------------------------------------------------------------ free roam
     def _free_roam_step(self) -> None:
@@ -744,12 +806,15 @@ class Game:
         ballots: dict[str, str] = {}
         for agent in living:
             decision, ms, err = decisions[agent]
-            vote = decision.vote if decision is not None else None
+            err, kind = self._decision_error(decision, err)
+            vote = decision.vote if decision is not None and not err else None
             if not err and (vote is None or (vote != SKIP and vote not in living)):
-                err = f"vote {vote!r} is neither a living player nor 'skip'"
-            # The documented fallback for an invalid ballot is a skip vote.
+                err, kind = f"vote {vote!r} is neither a living player nor 'skip'", "rules"
+            # The documented fallback for an unusable ballot is a skip vote.
             ballots[agent] = vote if not err and vote is not None else SKIP
-            self._accept_vote(agent, decision, ms, err)
+            if decision is not None and not decision.module:
+                decision = replace(decision, module="VOTE")
+            self._log_decision(agent, "voting", decision, ms, err, kind)
         tick, _ = self.world.state()
         events = e.cast_votes(ballots, max(tick, e.tick))
         self._emit(events)
@@ -794,28 +859,6 @@ class Game:
             + (f" {self._name(end.ejected)}" if end.ejected else "")
         )
 
-    def _accept_vote(
-        self, agent: str, decision: AgentDecision | None, ms: float, error: str
-    ) -> None:
-        if error:
-            self.counts["invalid_decisions"] += 1
-        d = decision or AgentDecision()
-        self._emit(
-            Decision(
-                agent=agent,
-                phase="voting",
-                module=d.module or "VOTE",
-                vote=d.vote,
-                valid=not error,
-                error=error,
-                raw=d.raw,
-                reasoning=d.reasoning,
-                narration=d.narration,
-                latency_ms=round(ms, 3),
-                **self._base(),
-            )
-        )
-
     # ------------------------------------------------------------------ reporting
     def _progress_line(self, extra: str = "") -> None:
         e = self.engine
@@ -843,7 +886,9 @@ class Game:
             "roles": e.roles(),
             "final_status": {a: p.status for a, p in e.players.items()},
             "tasks": {"done": done, "total": total},
+            "resumable": self.resumable,
             "counts": self.counts,
+            "cost_usd": round(self.cost_usd, 6),
             "wall_seconds": round(time.monotonic() - self.started, 3),
             "config": self.config.model_dump(mode="json"),
             "agents": {a: ag.describe() for a, ag in self.agents.items()},

@@ -8,6 +8,15 @@ from typing import Any, Protocol
 from controller.observation import Observation
 
 
+class InfrastructureFailure(RuntimeError):
+    """A failure outside the agent's control that no retry fixed and that stops the game
+    (an exhausted quota, refused credentials). The game ends `invalid` and resumable."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+
+
 @dataclass(frozen=True)
 class AgentDecision:
     """An agent's answer for one step.
@@ -22,6 +31,15 @@ class AgentDecision:
     raw: str = ""
     reasoning: str = ""
     narration: str = ""
+    invalid: str = ""
+    """Why the agent's own answer could not be used (a model error); the bot stands still."""
+    infrastructure: str = ""
+    """Set (to the error class) when the decision failed for infrastructure reasons
+    after retries; counted apart from model errors, never as the agent's choice."""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """One record per model call (prompt refs, raw output, tokens, latency, cost, error)."""
+    spec: dict[str, Any] = field(default_factory=dict)
+    """The agent's ablation spec, written beside every decision."""
 
 
 class Agent(Protocol):

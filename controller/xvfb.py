@@ -1,0 +1,250 @@
+"""A private X server (Debian's `Xvfb`) for headless OpenGL rendering.
+
+headless-gl, which the Node renderer (`bots/render.js`) draws with, gets no OpenGL
+context without an X server. `Xvfb` lets the X server pick a free display number
+itself (`-displayfd`), so several runs on one machine never collide; the Node bridge
+is then started with `DISPLAY` set to it:
+
+Example:
+    >>> with Xvfb(log_path=Path("runs/x/xvfb.log")) as xvfb:  # doctest: +SKIP
+    ...     bridge = NodeBridge(log_path=Path("runs/x/node.log"), env=xvfb.env())
+
+Like the Node child (see `controller.bridge`), the X server never outlives the
+controller: it gets SIGTERM when the thread that started it dies (Linux
+`PR_SET_PDEATHSIG`), so start it from a long-lived thread (normally the main thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from controller.bridge import _LIBC, _PR_SET_PDEATHSIG
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCREEN = "1280x720x24"
+"""Screen 0 geometry and depth (the renderer draws off-screen; this only sizes the root)."""
+
+
+class XvfbError(RuntimeError):
+    """Xvfb is missing, failed to start, or did not report its display in time."""
+
+
+def find_xvfb(executable: str | None = None) -> str:
+    """Locate the `Xvfb` executable.
+
+    Args:
+        executable: Explicit path; otherwise `$MAU_XVFB`, then `Xvfb` on `PATH`.
+
+    Returns:
+        Absolute path of the executable.
+
+    Raises:
+        XvfbError: Xvfb is not installed.
+    """
+    candidate = executable or os.environ.get("MAU_XVFB") or shutil.which("Xvfb")
+    if not candidate or not Path(candidate).is_file():
+        raise XvfbError(
+            "Xvfb not found (looked at $MAU_XVFB and PATH): run scripts/setup.sh "
+            "(it installs the Debian packages xvfb and xauth)"
+        )
+    return str(Path(candidate).resolve())
+
+
+class Xvfb:
+    """One supervised `Xvfb` process on a display number it chose itself.
+
+    Args:
+        log_path: File Xvfb's stdout and stderr are appended to.
+        screen: Geometry and depth of screen 0 (`WIDTHxHEIGHTxDEPTH`).
+        executable: Xvfb executable (default: `$MAU_XVFB`, then `Xvfb` on PATH).
+        ready_timeout_s: How long `start()` waits for Xvfb to report its display.
+    """
+
+    def __init__(
+        self,
+        log_path: Path,
+        *,
+        screen: str = DEFAULT_SCREEN,
+        executable: str | None = None,
+        ready_timeout_s: float = 15.0,
+    ) -> None:
+        self.log_path = Path(log_path)
+        self.screen = screen
+        self.executable = executable
+        self.ready_timeout_s = ready_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._display: str | None = None
+        self._log_fh: IO[bytes] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the Xvfb process (None before `start()`)."""
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def display(self) -> str:
+        """The X display, e.g. `:99`.
+
+        Raises:
+            XvfbError: Not started.
+        """
+        if self._display is None:
+            raise XvfbError("Xvfb is not started")
+        return self._display
+
+    def env(self) -> dict[str, str]:
+        """Environment for a child that must draw on this display (`DISPLAY`)."""
+        return {"DISPLAY": self.display}
+
+    def start(self) -> str:
+        """Start Xvfb and wait until it accepts connections.
+
+        Returns:
+            The display (e.g. `:99`).
+
+        Raises:
+            XvfbError: Xvfb is missing, exited, or reported no display within
+                `ready_timeout_s` (it is then terminated).
+        """
+        if self.proc is not None:
+            raise XvfbError("Xvfb already started")
+        executable = find_xvfb(self.executable)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_fh = self.log_path.open("ab")
+        # Xvfb writes the display number to this pipe once it accepts connections.
+        ready_r, ready_w = os.pipe()
+        libc = _LIBC
+        parent_pid = os.getpid()
+
+        def in_child() -> None:  # runs between fork and exec: keep it minimal
+            if libc is not None:
+                # SIGTERM (not SIGKILL) so that Xvfb removes its lock file and socket.
+                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != parent_pid:  # the parent died before prctl took effect
+                os._exit(1)
+
+        cmd = [
+            executable,
+            "-displayfd",
+            str(ready_w),
+            "-screen",
+            "0",
+            self.screen,
+            "-nolisten",
+            "tcp",
+        ]
+        try:
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_fh,
+                stderr=subprocess.STDOUT,
+                pass_fds=(ready_w,),
+                preexec_fn=in_child,  # needed for PDEATHSIG
+            )
+        except OSError as exc:
+            os.close(ready_r)
+            os.close(ready_w)
+            self._close_log()
+            raise XvfbError(f"cannot start {executable}: {exc}") from exc
+        os.close(ready_w)
+        try:
+            number = self._read_display(ready_r)
+        except XvfbError:
+            self.close()
+            raise
+        finally:
+            os.close(ready_r)
+        self._display = f":{number}"
+        log.info(
+            "started Xvfb pid=%d on display %s (log: %s)",
+            self.proc.pid,
+            self._display,
+            self.log_path,
+        )
+        return self._display
+
+    def _read_display(self, fd: int) -> int:
+        """Read the display number Xvfb writes to `fd` (a line such as `99\\n`)."""
+        proc = self.proc
+        assert proc is not None
+        deadline = time.monotonic() + self.ready_timeout_s
+        data = b""
+        while b"\n" not in data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise XvfbError(
+                    f"Xvfb reported no display within {self.ready_timeout_s:.0f} s "
+                    f"(see {self.log_path})"
+                )
+            readable, _, _ = select.select([fd], [], [], min(remaining, 0.1))
+            if readable:
+                chunk = os.read(fd, 64)
+                if not chunk:  # EOF: Xvfb exited (or closed the fd) without a display
+                    break
+                data += chunk
+            elif proc.poll() is not None:
+                break
+        text = data.decode("ascii", errors="replace").strip()
+        if not text.isdigit():
+            code = proc.poll()
+            raise XvfbError(
+                f"Xvfb did not start (exit code {code}, reported {text!r}); see {self.log_path}"
+            )
+        return int(text)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Terminate Xvfb by PID (SIGTERM, then SIGKILL). Idempotent.
+
+        Args:
+            timeout_s: How long to wait for Xvfb to exit after SIGTERM.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                log.warning("Xvfb pid=%d ignored SIGTERM; sending SIGKILL", proc.pid)
+                proc.kill()
+                proc.wait(timeout=5.0)
+        elif proc is not None:
+            proc.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log_fh is not None:
+            with contextlib.suppress(OSError):
+                self._log_fh.close()
+            self._log_fh = None
+
+    def __enter__(self) -> Xvfb:
+        if self.proc is None:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,222 @@
+"""Anthropic messages API (`anthropic:MODEL`) through `anthropic.AsyncAnthropic`.
+
+System messages go into the `system` parameter as text blocks, the first one marked
+`cache_control: {"type": "ephemeral"}` so the stable prompt prefix is cached; images are
+base64 `image` blocks (`image/jpeg`) placed before the text of their user message, as the
+API's guidance suggests. The API has no schema-free JSON-mode switch (JSON is asked for by
+the prompt), and this SDK's `messages.create` takes no sampling temperature, so
+`ModelRequest.temperature` is not sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+from typing import ClassVar
+
+import anthropic
+from anthropic.types import ContentBlockParam, MessageParam, TextBlockParam
+from anthropic.types import Message as AnthropicMessage
+
+from harness_aria.backends.base import Message, ModelRequest, ModelResponse
+from harness_aria.backends.common import LoopBoundClient, require_key
+from harness_aria.backends.retry import RETRYABLE, Failure, Retrier, parse_retry_after, status_class
+from harness_aria.backends.settings import BackendSettings, price_for
+
+# Spend and billing limits are not worth retrying: they do not lift within a game.
+_QUOTA_CODES = frozenset({"enforced_spend_limit_reached", "contract_spend_limit_reached"})
+_QUOTA_MESSAGE = re.compile(r"credit balance|billing|spend limit", re.IGNORECASE)
+_TRAILING_V1 = re.compile(r"/v1/?$")
+
+
+def to_anthropic(messages: list[Message]) -> tuple[list[TextBlockParam], list[MessageParam]]:
+    """Split messages into the `system` blocks and the conversation.
+
+    Args:
+        messages: The request's messages.
+
+    Returns:
+        The system blocks (the first with `cache_control`) and the user/assistant messages.
+    """
+    system: list[TextBlockParam] = []
+    conversation: list[MessageParam] = []
+    for message in messages:
+        if message.role == "system":
+            block: TextBlockParam = {"type": "text", "text": message.text}
+            if not system:
+                block["cache_control"] = {"type": "ephemeral"}
+            system.append(block)
+        elif message.role == "assistant":
+            conversation.append({"role": "assistant", "content": message.text})
+        elif message.images:
+            content: list[ContentBlockParam] = [
+                {
+                    "type": "image",
+                    "source": {
+                        "type": "base64",
+                        "media_type": "image/jpeg",
+                        "data": base64.b64encode(image).decode("ascii"),
+                    },
+                }
+                for image in message.images
+            ]
+            content.append({"type": "text", "text": message.text})
+            conversation.append({"role": "user", "content": content})
+        else:
+            conversation.append({"role": "user", "content": message.text})
+    return system, conversation
+
+
+def classify_anthropic_error(exc: BaseException) -> Failure | None:
+    """Classify an Anthropic SDK exception.
+
+    Args:
+        exc: What the SDK raised.
+
+    Returns:
+        The failure, or None for an exception that is not the SDK's.
+    """
+    if isinstance(exc, anthropic.APITimeoutError):
+        return Failure("timeout", "request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__
+        reason = f" ({type(cause).__name__})" if cause is not None else ""
+        return Failure("connection", f"connection failed{reason}")
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        detail = f"HTTP {status} {type(exc).__name__}: {exc.api_message or exc.message}"
+        if (
+            status == 402
+            or exc.type == "billing_error"
+            or exc.error_code in _QUOTA_CODES
+            or (status == 400 and _QUOTA_MESSAGE.search(exc.api_message or ""))
+        ):
+            return Failure("quota", detail)
+        error_class = status_class(status)
+        retry_after = parse_retry_after(exc.response.headers) if error_class in RETRYABLE else None
+        return Failure(error_class, detail, retry_after)
+    if isinstance(exc, anthropic.AnthropicError):
+        return Failure("other", f"{type(exc).__name__}: {exc}")
+    return None
+
+
+class AnthropicBackend:
+    """`anthropic:MODEL`: the Anthropic messages API (key from `ANTHROPIC_API_KEY`)."""
+
+    provider: ClassVar[str] = "anthropic"
+    default_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        text_only: bool = False,
+        settings: BackendSettings | None = None,
+    ) -> None:
+        """Create the backend (no network traffic until the first call).
+
+        Args:
+            model: The model name, e.g. `claude-haiku-4-5`.
+            base_url: Another endpoint, without `/v1` (the SDK appends `/v1/messages`);
+                a trailing `/v1` is removed so one `--base-url` serves both SDKs.
+            text_only: Drop images from every request.
+            settings: Timeouts, retries, key variable, prices (`json_mode` has no effect).
+
+        Raises:
+            ValueError: The model name is empty.
+            CredentialsError: The key variable is unset.
+        """
+        if not model:
+            raise ValueError("anthropic: a model name is required (anthropic:MODEL)")
+        self.model = model
+        self.address = f"{self.provider}:{model}"
+        self.base_url = _TRAILING_V1.sub("", base_url) if base_url else None
+        self.vision = not text_only
+        self.settings = settings or BackendSettings()
+        key = require_key(self.settings.api_key_env or self.default_key_env)
+        self._retrier = Retrier(self.address, self.settings, secrets=(key,))
+        root = self.base_url
+        timeout = self.settings.timeout_s
+
+        def build() -> anthropic.AsyncAnthropic:
+            # max_retries=0: every try goes through our Retrier, so it is counted and logged.
+            return anthropic.AsyncAnthropic(
+                api_key=key, base_url=root, max_retries=0, timeout=timeout
+            )
+
+        self._clients = LoopBoundClient(build)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(address={self.address!r}, base_url={self.base_url!r}, "
+            f"vision={self.vision})"
+        )
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Run one request with retries.
+
+        Args:
+            request: The request; images are dropped when the backend is text-only.
+
+        Returns:
+            The answer with tokens (input counts include cache reads and writes), cost,
+            latency and tries.
+
+        Raises:
+            BackendError: A final failure (see `harness_aria.backends.base.ErrorClass`).
+        """
+        if not self.vision:
+            request = request.without_images()
+        system, conversation = to_anthropic(request.messages)
+        started = time.perf_counter()
+
+        async def attempt() -> AnthropicMessage:
+            client = self._clients.get()
+            return await client.messages.create(
+                model=self.model,
+                max_tokens=request.max_tokens,
+                system=system or anthropic.omit,
+                messages=conversation,
+            )
+
+        message, tries = await self._retrier.run(
+            attempt, classify_anthropic_error, purpose=request.purpose
+        )
+        latency_ms = (time.perf_counter() - started) * 1000
+        text = "".join(block.text for block in message.content if block.type == "text")
+        usage = message.usage
+        cache_read = usage.cache_read_input_tokens or 0
+        cache_write = usage.cache_creation_input_tokens or 0
+        price = price_for(self.model, self.settings.prices) or price_for(
+            message.model, self.settings.prices
+        )
+        cost = (
+            price.cost(
+                uncached_in=usage.input_tokens,
+                cached_in=cache_read,
+                cache_write_in=cache_write,
+                out=usage.output_tokens,
+            )
+            if price
+            else 0.0
+        )
+        return ModelResponse(
+            text=text,
+            model=message.model or self.model,
+            tokens_in=usage.input_tokens + cache_read + cache_write,
+            tokens_out=usage.output_tokens,
+            tokens_cached=cache_read,
+            latency_ms=latency_ms,
+            cost_usd=cost,
+            attempts=tries,
+            finish_reason=str(message.stop_reason or ""),
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running loop (optional; clients also die with it)."""
+        client = self._clients.current()
+        if client is not None:
+            await client.close()
+        self._clients.forget()

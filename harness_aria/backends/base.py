@@ -1,0 +1,96 @@
+"""The model-backend interface: one request in, one response (or a classified error) out."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ErrorClass = Literal[
+    "rate_limit", "server", "timeout", "connection", "quota", "auth", "bad_request", "other"
+]
+"""Why a call failed. All but `bad_request`, `auth` and `other` are infrastructure faults."""
+
+INFRASTRUCTURE_ERRORS: frozenset[str] = frozenset(
+    {"rate_limit", "server", "timeout", "connection", "quota", "auth"}
+)
+
+
+class Message(BaseModel):
+    """One chat message; `images` are JPEG bytes attached to a user message."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    text: str
+    images: list[bytes] = Field(default_factory=list)
+
+
+class ModelRequest(BaseModel):
+    """A call to a model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    messages: list[Message]
+    max_tokens: int = 256
+    temperature: float = 0.2
+    json_mode: bool = True
+    """Ask for a JSON object answer where the API supports it."""
+    purpose: str = ""
+    """Which module or component asks (for logs and for the fake backend)."""
+
+    def without_images(self) -> ModelRequest:
+        """This request with every image dropped (the text-only switch)."""
+        if not any(message.images for message in self.messages):
+            return self
+        messages = [message.model_copy(update={"images": []}) for message in self.messages]
+        return self.model_copy(update={"messages": messages})
+
+
+class ModelResponse(BaseModel):
+    """A model's answer with its accounting."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    latency_ms: float = 0.0
+    cost_usd: float = 0.0
+    attempts: int = 1
+    finish_reason: str = ""
+    """The provider's stop reason as sent (`stop`, `length`, `end_turn`, `max_tokens`, ...);
+    `length` / `max_tokens` mean the text was cut off."""
+
+
+class CredentialsError(RuntimeError):
+    """A backend's API key is missing (raised before any call or server start)."""
+
+
+class BackendError(Exception):
+    """A call failed after retries; `error_class` says why."""
+
+    def __init__(self, error_class: ErrorClass, message: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.error_class: ErrorClass = error_class
+        self.attempts = attempts
+
+    @property
+    def infrastructure(self) -> bool:
+        """Whether the failure lies outside the model (never counted as its behaviour)."""
+        return self.error_class in INFRASTRUCTURE_ERRORS
+
+
+class Backend(Protocol):
+    """A model endpoint."""
+
+    address: str
+    """How it was addressed, e.g. `openai:gpt-4.1-mini` (never contains a key)."""
+    vision: bool
+    """Whether images are sent (False: the text-only switch is on)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Run one request; raise BackendError after retries are exhausted."""
+        ...

@@ -1,0 +1,94 @@
+"""Deterministic, valid answers to every ARIA prompt, for the `fake` backend.
+
+With `--crew fake` / `--impostor fake` a whole ARIA game runs offline: this
+responder reads the request (allowed modules, station list, roster) and answers
+in each module's JSON format with a plausible, rule-abiding choice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from harness_aria.backends.base import ModelRequest
+
+_MODULES = re.compile(r"Modules you may choose: ([A-Z, ]+)\.")
+_STATIONS = re.compile(r"Stations you may use: (\d+)")
+_ROOMS = re.compile(r"Rooms: ([a-z0-9_]+)")
+
+
+def _system(request: ModelRequest) -> str:
+    return "\n".join(m.text for m in request.messages if m.role == "system")
+
+
+def answer(request: ModelRequest) -> str:
+    """A valid JSON answer for the request's purpose."""
+    system = _system(request)
+    impostor = "Your role: impostor" in system
+    purpose = request.purpose
+    out: dict[str, object]
+    if purpose == "planner":
+        found = _MODULES.search(system)
+        allowed = [m.strip() for m in found.group(1).split(",")] if found else []
+        order = ["REPORT", "KILL", "MISSION", "MOVE"] if impostor else ["REPORT", "MISSION", "MOVE"]
+        module = next((m for m in order if m in allowed), allowed[0] if allowed else "MOVE")
+        out = {"module": module, "target": None, "reasoning": f"fake: {module.lower()}"}
+        if impostor:
+            out["intent"] = f"fake impostor intent: {module.lower()}"
+        if '"plan"' in system:
+            out["plan"] = "keep going"
+    elif purpose == "planner_long":
+        out = {
+            "strategy": "do tasks and stay with others",
+            "priority_target": None,
+            "reasoning": "fake",
+        }
+    elif purpose == "kill_scan":
+        out = {
+            "players_seen": [],
+            "witnesses_visible": False,
+            "target_visible": True,
+            "detail": "fake scan",
+            "intent": "kill while nobody watches",
+        }
+    elif purpose == "report":
+        out = {
+            "should_report": not impostor,
+            "reasoning": "fake",
+            "intent": "walk away from the body",
+        }
+    elif purpose == "emergency":
+        out = {"should_call": False, "reasoning": "fake"}
+    elif purpose == "surveillance":
+        out = {"players_seen": [], "detail": "nothing unusual", "suspect": None}
+    elif purpose == "mission":
+        station = _STATIONS.search(system)
+        out = {"station": int(station.group(1)) if station else 0, "objective": "fake task"}
+        if impostor:
+            out["intent"] = "fake a task to look busy"
+    elif purpose == "move":
+        room = _ROOMS.search(system)
+        out = {"room": room.group(1) if room else None, "follow": None, "reasoning": "fake"}
+        if impostor:
+            out["intent"] = "wander to find a target"
+    elif purpose == "meeting":
+        out = {
+            "response_text": "I was doing my tasks and saw nothing unusual.",
+            "suspicion_cast_on": None,
+            "reasoning": "fake",
+        }
+        if impostor:
+            out["intent"] = "look innocent"
+    elif purpose == "vote":
+        out = {"vote_target": "skip", "reasoning": "fake"}
+        if impostor:
+            out["intent"] = "avoid attention"
+    elif purpose == "reflection":
+        out = {
+            "insights": "fake reflection",
+            "suspicion_deltas": {},
+            "skill": {"situation": "a meeting", "behavior": "stay calm", "outcome": "fine"},
+        }
+    else:
+        out = {"reasoning": "fake"}
+    return json.dumps(out)

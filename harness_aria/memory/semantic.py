@@ -1,0 +1,97 @@
+"""Semantic memory: a belief table per player instead of a step log."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from controller.observation import Observation
+
+NOTES_PER_PLAYER = 10
+NEAR_BODY = 6.0
+ACCUSING = re.compile(r"\b(suspect|sus|vote|saw|killed|lying|liar)\b", re.I)
+
+
+@dataclass
+class Belief:
+    """What this agent believes about one other player."""
+
+    suspicion: float = 0.0
+    notes: deque[str] = field(default_factory=lambda: deque(maxlen=NOTES_PER_PLAYER))
+    claims: deque[str] = field(default_factory=lambda: deque(maxlen=NOTES_PER_PLAYER))
+
+
+class SemanticMemory:
+    """Per-player suspicion, notes and claims; the last three meeting summaries.
+
+    Rules update it from what the agent perceives (being seen near a body raises
+    suspicion; so does being accused in a meeting); reflection adds its deltas.
+    """
+
+    def __init__(self, k: int = 10) -> None:
+        self.beliefs: dict[str, Belief] = {}
+        self.meetings: deque[str] = deque(maxlen=3)
+        self.facts: deque[tuple[int, str]] = deque(maxlen=k)
+        self.me = ""
+
+    def _belief(self, player: str) -> Belief:
+        return self.beliefs.setdefault(player, Belief())
+
+    def observe(self, obs: Observation) -> None:
+        """Update beliefs from sightings near bodies and from meeting speech."""
+        self.me = obs.agent
+        for victim, body in obs.visible_bodies.items():
+            for other, pos in obs.visible_players.items():
+                if other not in obs.teammates and math.dist(pos, body) <= NEAR_BODY:
+                    self.adjust(other, 0.2, f"step {obs.step}: near {victim}'s body")
+        names = set(obs.players)
+        for c in obs.chat:
+            if c.kind != "speech" or not c.speaker or c.speaker == obs.agent:
+                continue
+            self._belief(c.speaker).claims.append(f"step {c.step}: {c.text}")
+            if ACCUSING.search(c.text):
+                for word in re.findall(r"[A-Za-z]+", c.text):
+                    name = word.lower()
+                    if name in names and name not in (c.speaker, obs.agent):
+                        self.adjust(name, 0.05, f"accused by {c.speaker}")
+        for c in obs.chat:
+            if c.kind == "server":
+                self.meetings.append(f"step {c.step}: {c.text}")
+
+    def record(self, step: int, module: str, summary: str) -> None:
+        """Semantic memory keeps no step log; decisions are not stored."""
+
+    def note(self, step: int, text: str) -> None:
+        """Remember a fact."""
+        self.facts.append((step, text))
+
+    def adjust(self, player: str, delta: float, why: str) -> None:
+        """Change a player's suspicion and say why."""
+        if player == self.me:
+            return
+        b = self._belief(player)
+        b.suspicion = min(1.0, max(0.0, b.suspicion + delta))
+        b.notes.append(f"{delta:+.2f} {why}")
+
+    def suspicion(self) -> dict[str, float]:
+        """Suspicion per player."""
+        return {p: b.suspicion for p, b in self.beliefs.items()}
+
+    def text(self) -> str:
+        """The belief table, meeting summaries and recent facts."""
+        lines = ["Beliefs about players (suspicion 0-1):"]
+        for player, b in sorted(self.beliefs.items()):
+            last = f"; {b.notes[-1]}" if b.notes else ""
+            claim = f'; last said: "{b.claims[-1]}"' if b.claims else ""
+            lines.append(f"  {player}: {b.suspicion:.2f}{last}{claim}")
+        if len(lines) == 1:
+            lines.append("  none yet")
+        if self.meetings:
+            lines.append("Meetings so far:")
+            lines += [f"  {m}" for m in self.meetings]
+        if self.facts:
+            lines.append("Notes:")
+            lines += [f"  step {s}: {t}" for s, t in list(self.facts)[-5:]]
+        return "\n".join(lines)

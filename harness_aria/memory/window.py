@@ -1,0 +1,61 @@
+"""Window memory: the last k steps, verbatim."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from controller.observation import Observation
+
+SHOWN = 5
+
+
+class WindowMemory:
+    """Keeps the last `k` steps of decisions, chat and notes; shows the last five.
+
+    Args:
+        k: Steps kept.
+    """
+
+    def __init__(self, k: int = 10) -> None:
+        self.k = k
+        self.entries: deque[tuple[int, str]] = deque()
+        self._suspicion: dict[str, float] = {}
+
+    def _add(self, step: int, text: str) -> None:
+        self.entries.append((step, text))
+        while self.entries and self.entries[0][0] <= step - self.k:
+            self.entries.popleft()
+
+    def observe(self, obs: Observation) -> None:
+        """Keep the chat and who was in sight."""
+        for c in obs.chat:
+            who = "[Server]" if c.kind == "server" else (c.speaker or "?").capitalize()
+            self._add(obs.step, f"{who}: {c.text}")
+        if obs.visible_players:
+            seen = ", ".join(f"{a} in {obs.room}" for a in sorted(obs.visible_players))
+            self._add(obs.step, f"saw {seen}")
+        for victim in sorted(obs.visible_bodies):
+            self._add(obs.step, f"saw {victim}'s body")
+
+    def record(self, step: int, module: str, summary: str) -> None:
+        """Remember a decision."""
+        self._add(step, f"mode={module}: {summary}")
+
+    def note(self, step: int, text: str) -> None:
+        """Remember a fact."""
+        self._add(step, text)
+
+    def adjust(self, player: str, delta: float, why: str) -> None:
+        """Window memory keeps no beliefs beyond a plain score."""
+        self._suspicion[player] = min(1.0, max(0.0, self._suspicion.get(player, 0.0) + delta))
+
+    def suspicion(self) -> dict[str, float]:
+        """Plain scores from adjustments."""
+        return dict(self._suspicion)
+
+    def text(self) -> str:
+        """The last five entries."""
+        recent = list(self.entries)[-SHOWN:]
+        if not recent:
+            return "Memory: nothing yet."
+        return "Memory (recent steps):\n" + "\n".join(f"  step {s}: {t}" for s, t in recent)

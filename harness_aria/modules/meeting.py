@@ -1,0 +1,38 @@
+"""MEETING: speak in turn (at most three times a meeting)."""
+
+from __future__ import annotations
+
+from harness_aria.modules.base import ModuleResult, failed, name_of, text
+from harness_aria.toolkit import Choice, Toolkit
+
+BLAME_DELTA = 0.15
+
+
+class MeetingModule:
+    """Say one line in the meeting."""
+
+    name = "MEETING"
+
+    async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
+        """Ask for an utterance and say it."""
+        obs = tk.obs
+        m = obs.meeting
+        if m is None or m.utterances_left <= 0:
+            return ModuleResult(actions=[], reasoning="no turn left", memo="passed")
+        role = "impostor" if tk.impostor else "crewmate"
+        roster = ", ".join(p for p in m.order)
+        answer = await tk.ask("meeting", tk.prompt(f"meeting_{role}"), roster=roster)
+        if answer is None:
+            return failed(tk, "meeting")
+        said = text(answer, "response_text")[:256]
+        if not said:
+            return ModuleResult(invalid="meeting answer has no response_text", memo="said nothing")
+        blamed = name_of(answer, "suspicion_cast_on", m.order)
+        if blamed and blamed != obs.agent:
+            tk.memory.adjust(blamed, BLAME_DELTA, "I accused them in the meeting")
+        return ModuleResult(
+            actions=[{"op": "say", "text": said}],
+            reasoning=text(answer, "reasoning"),
+            narration=text(answer, "intent"),
+            memo=f'said: "{said}"',
+        )

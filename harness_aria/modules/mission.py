@@ -1,0 +1,66 @@
+"""MISSION: do a task (impostors fake one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_aria.modules.base import ModuleResult, failed, text
+from harness_aria.toolkit import Choice, Toolkit
+
+
+class MissionModule:
+    """Walk to a station and stand at it for the task time."""
+
+    name = "MISSION"
+
+    async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
+        """Ask which station, then use it; crewmates look around afterwards."""
+        obs = tk.obs
+        if tk.impostor:
+            stations = tk.geometry.station_ids()
+            note = "You have no real tasks: pick a station to fake one where others can see you."
+        else:
+            stations = [s for s in obs.tasks if s not in obs.tasks_done]
+            note = "Pick one of your pending tasks."
+            if not stations:
+                return ModuleResult(
+                    invalid="MISSION chosen but all tasks are done", memo="no task left"
+                )
+        listing = "; ".join(f"{s} in {tk.geometry.station_room(s)}" for s in stations)
+        answer = await tk.ask(
+            "mission",
+            tk.prompt("mission"),
+            mission_note=note,
+            stations=listing,
+            intent_field=', "intent": "your private true intent in one line"'
+            if tk.impostor
+            else "",
+        )
+        if answer is None:
+            return failed(tk, "mission")
+        station = _int(answer.get("station"))
+        if station is None or station not in stations:
+            return ModuleResult(
+                invalid=f"mission answer names station {answer.get('station')!r}"
+                f", not one of {stations}",
+                memo="no task",
+            )
+        actions: list[dict[str, Any]] = [{"op": "use_station", "station": station}]
+        if not tk.impostor:
+            actions.append({"op": "look", "behind": True})
+        return ModuleResult(
+            actions=actions,
+            reasoning=text(answer, "objective"),
+            narration=text(answer, "intent"),
+            memo=f"{'faked' if tk.impostor else 'did'} task at station {station}",
+        )
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None

@@ -1,0 +1,51 @@
+"""MOVE: go to a room, follow a player, or wander."""
+
+from __future__ import annotations
+
+from harness_aria.modules.base import ModuleResult, failed, name_of, text
+from harness_aria.toolkit import Choice, Toolkit
+
+
+class MoveModule:
+    """Move somewhere; crewmates look around afterwards."""
+
+    name = "MOVE"
+
+    async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
+        """Ask where to go and synthesise the walk."""
+        obs = tk.obs
+        rooms = list(tk.geometry.rooms)
+        living = [p for p in obs.players if p not in obs.known_dead and p != obs.agent]
+        answer = await tk.ask(
+            "move",
+            tk.prompt("move"),
+            image=True,
+            rooms=", ".join(rooms),
+            roster=", ".join(living),
+            intent_field=', "intent": "your private true intent in one line"'
+            if tk.impostor
+            else "",
+        )
+        if answer is None:
+            return failed(tk, "move")
+        follow = name_of(answer, "follow", living)
+        room = name_of(answer, "room", rooms)
+        actions: list[dict[str, object]]
+        if follow:
+            actions = [{"op": "follow", "agent": follow, "distance": 3.0, "ticks": 100}]
+            memo = f"followed {follow}"
+        elif room:
+            actions = [{"op": "go_to", "room": room}]
+            memo = f"went to {room}"
+        else:
+            return ModuleResult(
+                invalid=f"move answer names no known room or player: {answer}", memo="no move"
+            )
+        if not tk.impostor:
+            actions.append({"op": "look", "behind": True})
+        return ModuleResult(
+            actions=actions,
+            reasoning=text(answer, "reasoning"),
+            narration=text(answer, "intent"),
+            memo=memo,
+        )

@@ -1,0 +1,49 @@
+"""REPORT: a body in sight; the model decides whether to report it."""
+
+from __future__ import annotations
+
+import math
+
+from harness_aria.modules.base import ModuleResult, failed, text
+from harness_aria.toolkit import Choice, Toolkit
+
+
+class ReportModule:
+    """Report a body (or, for an impostor, decide to walk away)."""
+
+    name = "REPORT"
+
+    async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
+        """Ask, then go to the body and report, or walk away."""
+        obs = tk.obs
+        bodies = obs.visible_bodies
+        if not bodies:
+            return ModuleResult(
+                invalid="REPORT chosen but no body is in sight", memo="no body to report"
+            )
+        victim = (
+            choice.target.lower()
+            if choice.target and choice.target.lower() in bodies
+            else min(bodies, key=lambda v: math.dist(obs.pos, bodies[v]))
+        )
+        role = "impostor" if tk.impostor else "crewmate"
+        answer = await tk.ask("report", tk.prompt(f"report_{role}"), image=True, victim=victim)
+        if answer is None:
+            return failed(tk, "report")
+        reasoning, intent = text(answer, "reasoning"), text(answer, "intent")
+        if answer.get("should_report") is True:
+            return ModuleResult(
+                actions=[{"op": "report", "body": victim}],
+                reasoning=reasoning,
+                narration=intent,
+                memo=f"reported {victim}'s body",
+            )
+        far = max(
+            tk.geometry.rooms, key=lambda r: math.dist(tk.geometry.room_center(r), bodies[victim])
+        )
+        return ModuleResult(
+            actions=[{"op": "go_to", "room": far}],
+            reasoning=reasoning,
+            narration=intent,
+            memo=f"did not report {victim}'s body",
+        )

@@ -1,0 +1,35 @@
+"""SURVEILLANCE: look around after an action; what was seen goes into memory."""
+
+from __future__ import annotations
+
+from harness_aria.modules.base import ModuleResult, text
+from harness_aria.toolkit import Choice, Toolkit
+
+SUSPECT_DELTA = 0.1
+
+
+class SurveillanceModule:
+    """Turn around (this step) and judge the view (next step)."""
+
+    name = "SURVEILLANCE"
+
+    async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
+        """Look behind; the next observation's frame is judged by `observe`."""
+        return ModuleResult(
+            actions=[{"op": "look", "behind": True}],
+            reasoning=choice.reasoning or "look around",
+            memo="looked around",
+        )
+
+    async def observe(self, tk: Toolkit) -> None:
+        """Judge the current frame (what is behind after the turn) into memory."""
+        answer = await tk.ask("surveillance", tk.prompt("surveillance"), image=True)
+        if answer is None:
+            return
+        seen = answer.get("players_seen")
+        names = ", ".join(str(s) for s in seen) if isinstance(seen, list) else ""
+        detail = text(answer, "detail")
+        tk.memory.note(tk.obs.step, f"looked around: saw {names or 'nobody'}. {detail}".strip())
+        suspect = text(answer, "suspect").lower()
+        if suspect in tk.obs.players and suspect != tk.obs.agent:
+            tk.memory.adjust(suspect, SUSPECT_DELTA, "suspicious when I looked around")

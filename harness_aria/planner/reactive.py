@@ -1,0 +1,24 @@
+"""Reactive planning: one call picks the module."""
+
+from __future__ import annotations
+
+from harness_aria.planner.base import parse_choice
+from harness_aria.toolkit import Choice, Toolkit
+
+
+class ReactivePlanner:
+    """One model call per step; its reasoning is also the plan."""
+
+    def __init__(self) -> None:
+        self.plan_text = ""
+
+    async def choose(self, tk: Toolkit, allowed: list[str]) -> Choice | None:
+        """Ask which module to run."""
+        role = "impostor" if tk.impostor else "crewmate"
+        answer = await tk.ask(
+            "planner", tk.prompt(f"planner_{role}"), modules=", ".join(allowed), plan_field=""
+        )
+        choice = parse_choice(answer, allowed) if answer is not None else None
+        if choice is not None:
+            self.plan_text = f"Current plan: {choice.reasoning}" if choice.reasoning else ""
+        return choice

@@ -1,0 +1,19 @@
+"""Reflection off: nothing is learnt."""
+
+from __future__ import annotations
+
+from harness_aria.toolkit import Toolkit
+
+
+class NoReflection:
+    """The `off` setting."""
+
+    def skills_text(self) -> str:
+        """No skills."""
+        return ""
+
+    async def after_meeting(self, tk: Toolkit) -> None:
+        """No reflection."""
+
+    def succeeded(self, situation: str, behavior: str, outcome: str) -> None:
+        """No skill memory."""

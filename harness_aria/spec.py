@@ -1,0 +1,93 @@
+"""The ARIA ablation spec: five axes as one frozen value.
+
+An ablation is a value, not an edit: one `AriaSpec` is passed into an agent and
+written in full into the game record and beside every decision.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+AXES = ("state", "memory", "planning", "reflection", "prompt")
+
+
+class AriaSpec(BaseModel):
+    """One point of the 2^5 ablation grid, plus the knobs each component reads."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    state: Literal["ego", "privileged"] = "privileged"
+    """`ego`: frame, own position, scoreboard and chat only; `privileged`: plus map, own
+    tasks, last-known positions of players seen and bodies seen, as text."""
+    memory: Literal["window", "semantic"] = "semantic"
+    """`window`: the last `window_k` steps; `semantic`: a belief table per player."""
+    planning: Literal["reactive", "hierarchical"] = "reactive"
+    """`reactive`: one call picks the module; `hierarchical`: a long-term strategy kept
+    and refined every `replan_every` calls, plus a short-term call each step."""
+    reflection: Literal["off", "on"] = "off"
+    """`on`: reflection after each meeting and a skill memory of programs that worked."""
+    prompt: Literal["deterministic", "minimal"] = "minimal"
+    """`deterministic`: tactics spelled out; `minimal`: rules and output format only."""
+    window_k: int = Field(default=10, ge=1, le=50)
+    """Steps kept by window memory (the prompt shows the last 5)."""
+    replan_every: int = Field(default=5, ge=1)
+    """Hierarchical planning: planner calls between long-term strategy calls."""
+    skill_cap: int = Field(default=50, ge=1)
+    """Most skills kept (first in, first out); the last 5 reach the planner."""
+    kill_defer_distance: float = Field(default=10.0, gt=0)
+    """KILL: a target farther than this (blocks) is stalked, not attacked."""
+    max_meeting_utterances: int = Field(default=3, ge=1)
+    """MEETING: most times this agent speaks in one meeting."""
+
+    def label(self) -> str:
+        """A short, stable name of the axis values, e.g. `priv-sem-rea-off-min`."""
+        return "-".join(str(getattr(self, axis))[:3] for axis in AXES)
+
+
+def all_specs() -> list[AriaSpec]:
+    """All 32 combinations of the five axes (other knobs at their defaults)."""
+    values = [AriaSpec.model_fields[a].annotation.__args__ for a in AXES]  # type: ignore[union-attr]
+    return [AriaSpec(**dict(zip(AXES, combo, strict=True))) for combo in itertools.product(*values)]
+
+
+class AblationError(ValueError):
+    """A `--ablation` value is malformed; the message says which and how to fix it."""
+
+
+def apply_ablations(
+    crew: AriaSpec, impostor: AriaSpec, items: list[str]
+) -> tuple[AriaSpec, AriaSpec]:
+    """Apply `side.field=value` settings (side: crew, impostor or both).
+
+    Raises:
+        AblationError: naming the bad item and the valid fields and values.
+    """
+    sides: dict[str, dict[str, Any]] = {"crew": {}, "impostor": {}}
+    for item in items:
+        key, sep, value = item.partition("=")
+        side, dot, field = key.partition(".")
+        if not sep or not dot or side not in ("crew", "impostor", "both"):
+            raise AblationError(
+                f"--ablation {item!r}: expected SIDE.FIELD=VALUE with SIDE crew, impostor or "
+                f"both (e.g. crew.memory=semantic)"
+            )
+        if field not in AriaSpec.model_fields:
+            raise AblationError(
+                f"--ablation {item!r}: unknown field {field!r}; fields: "
+                + ", ".join(AriaSpec.model_fields)
+            )
+        for s in ("crew", "impostor") if side == "both" else (side,):
+            sides[s][field] = value
+    try:
+        return (
+            crew.model_validate({**crew.model_dump(), **sides["crew"]}),
+            impostor.model_validate({**impostor.model_dump(), **sides["impostor"]}),
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise AblationError(
+            f"--ablation {'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+        ) from exc

@@ -1,0 +1,1 @@
+"""Test helpers that ship with the package: a local server speaking the providers' APIs."""
