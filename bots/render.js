@@ -178,15 +178,21 @@ class BotRenderer {
     const hasColumn = () => bot.entity && bot.world.getColumnAt(bot.entity.position)
     const deadline = performance.now() + COLUMN_WAIT_MS
     while (!(await hasColumn()) && performance.now() < deadline) await sleep(50)
+    const tt = [performance.now()]
     await withTimeout((async () => {
       await preloadSkins()
       while (!this.world.material.map) await sleep(10)
+      tt.push(performance.now())
       await this.worldView.init(bot.entity.position)
+      tt.push(performance.now())
       await this.world.waitForChunksToRender()
+      tt.push(performance.now())
     })(), SETUP_TIMEOUT_MS, `${this.agent.id}'s chunks to be meshed`)
     // One frame now compiles the shaders and uploads the textures (~0.1-1 s), so the
     // first requested frame costs what every later one does.
     this.draw()
+    tt.push(performance.now())
+    log(`TIMING init ${this.agent.id}: ${tt.map((t, i) => i ? Math.round(t - tt[i - 1]) : Math.round(t - t0)).join(' ')}`)
     this.setupMs = performance.now() - t0
   }
 

@@ -142,8 +142,13 @@ class AnthropicBackend:
 
         def build() -> anthropic.AsyncAnthropic:
             # max_retries=0: every try goes through our Retrier, so it is counted and logged.
+            # Our own http client (with the SDK's defaults): see openai_backend.py for why.
             return anthropic.AsyncAnthropic(
-                api_key=key, base_url=root, max_retries=0, timeout=timeout
+                api_key=key,
+                base_url=root,
+                max_retries=0,
+                timeout=timeout,
+                http_client=anthropic.DefaultAsyncHttpxClient(timeout=timeout),
             )
 
         self._clients = LoopBoundClient(build)

@@ -141,8 +141,15 @@ class OpenAIBackend:
 
         def build() -> openai.AsyncOpenAI:
             # max_retries=0: every try goes through our Retrier, so it is counted and logged.
+            # Our own http client (with the SDK's defaults): the SDK's default one schedules
+            # its closing on whatever loop runs when it is collected, which fails loudly when
+            # its own loop is gone.
             return openai.AsyncOpenAI(
-                api_key=key, base_url=base_url, max_retries=0, timeout=timeout
+                api_key=key,
+                base_url=base_url,
+                max_retries=0,
+                timeout=timeout,
+                http_client=openai.DefaultAsyncHttpxClient(timeout=timeout),
             )
 
         self._clients = LoopBoundClient(build)

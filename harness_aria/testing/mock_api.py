@@ -274,8 +274,7 @@ class MockAPIServer:
         """
         if self._server is not None:
             raise RuntimeError("the mock API server is already running")
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, name="mock-api", kwargs={"poll_interval": 0.05}
@@ -368,6 +367,13 @@ class MockAPIServer:
     def _wait(self, delay_s: float) -> None:
         if delay_s > 0:
             self._closing.wait(delay_s)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The default backlog of 5 drops simultaneous connects (8 agents at once), and a dropped
+    # SYN costs the client a one-second retransmit: that would hide real concurrency.
+    request_queue_size = 128
 
 
 def _make_handler(owner: MockAPIServer) -> type[BaseHTTPRequestHandler]:

@@ -271,12 +271,12 @@ def test_anthropic_usage_cache_tokens_and_cost(mock_api: StartServer, fast: Back
     )
     api = mock_api([reply])
     backend = make_backend(
-        "anthropic:claude-sonnet-4-5", base_url=api.anthropic_base_url, settings=fast
+        "anthropic:claude-haiku-4-5", base_url=api.anthropic_base_url, settings=fast
     )
     response = run(backend, text_request())
     # The mock reports input_tokens=500 beside 2000 cache reads and 500 cache writes.
     assert (response.tokens_in, response.tokens_out, response.tokens_cached) == (3000, 200, 2000)
-    expected = (500 * 3.00 + 2000 * 0.30 + 500 * 3.75 + 200 * 15.00) / 1e6
+    expected = (500 * 1.00 + 2000 * 0.10 + 500 * 1.25 + 200 * 5.00) / 1e6
     assert response.cost_usd == pytest.approx(expected)
     assert response.finish_reason == "max_tokens"
 
