@@ -53,17 +53,20 @@ def vm_hwm_mb(pid: int | None) -> float:
 
 def save_montage(paths: dict[str, Path], out: Path, columns: int = 4) -> None:
     """Tile the frames (JPEG files) into one labelled PNG."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw, ImageFont
 
     rows = math.ceil(len(paths) / columns)
     sheet = Image.new("RGB", (WIDTH * columns, HEIGHT * rows), "black")
     draw = ImageDraw.Draw(sheet)
+    font = ImageFont.load_default(size=24)
     for i, (agent, path) in enumerate(paths.items()):
         x, y = (i % columns) * WIDTH, (i // columns) * HEIGHT
         with Image.open(path) as frame:
             sheet.paste(frame.convert("RGB"), (x, y))
-        draw.rectangle((x, y, x + 8 * len(agent) + 8, y + 16), fill="black")
-        draw.text((x + 4, y + 2), agent, fill="white")
+        label = f"{agent}'s view"
+        left, top, right, bottom = draw.textbbox((x + 6, y + 4), label, font=font)
+        draw.rectangle((x, y, right + 6, bottom + 4), fill="black")
+        draw.text((x + 6, y + 4), label, fill="white", font=font)
     out.parent.mkdir(parents=True, exist_ok=True)
     sheet.save(out)
 
@@ -142,8 +145,10 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
         f"(wall time seen by Python; Node-reported median {statistics.median(node_ms):.0f} ms; "
         f"per frame median {statistics.median(per_frame):.0f} ms)"
     )
-    print(f"ratio of the median round to the {TARGET_ROUND_MS:.0f} ms target: "
-          f"{med / TARGET_ROUND_MS:.2f}")
+    print(
+        f"ratio of the median round to the {TARGET_ROUND_MS:.0f} ms target: "
+        f"{med / TARGET_ROUND_MS:.2f}"
+    )
     setup = init["ready"]
     print(
         f"first-frame set-up: render_init {init_s:.1f} s for 8 renderers in parallel "

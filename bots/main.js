@@ -59,6 +59,17 @@ let server = null
 const fleet = new Fleet(emitEvent)
 const runner = new ProgramRunner(fleet)
 let shuttingDown = false
+let renderService = null
+
+// First-person frames (bots/render.js), loaded on first use: the runtime starts and
+// serves every other op without an X server.
+function renderer () {
+  if (!renderService) {
+    const { RenderService } = require('./render')
+    renderService = new RenderService(fleet)
+  }
+  return renderService
+}
 
 function packageVersion (name) {
   const candidates = [path.join(__dirname, '..', 'node_modules', name, 'package.json')]
@@ -129,6 +140,14 @@ const handlers = {
 
   async state () {
     return { tick: tick(), players: fleet.poses() }
+  },
+
+  async render_init (args) {
+    return renderer().init(args)
+  },
+
+  async render (args) {
+    return renderer().render(args)
   },
 
   async inspect (args) {
@@ -238,6 +257,7 @@ async function shutdown (code) {
   // Never hang on the way out.
   setTimeout(() => process.exit(code), 4000).unref()
   try {
+    if (renderService) renderService.close()
     await Promise.race([fleet.quitAll(), sleep(2000)])
     if (server) await Promise.race([server.close(), sleep(1500)])
   } catch (err) {

@@ -178,21 +178,15 @@ class BotRenderer {
     const hasColumn = () => bot.entity && bot.world.getColumnAt(bot.entity.position)
     const deadline = performance.now() + COLUMN_WAIT_MS
     while (!(await hasColumn()) && performance.now() < deadline) await sleep(50)
-    const tt = [performance.now()]
     await withTimeout((async () => {
       await preloadSkins()
       while (!this.world.material.map) await sleep(10)
-      tt.push(performance.now())
       await this.worldView.init(bot.entity.position)
-      tt.push(performance.now())
       await this.world.waitForChunksToRender()
-      tt.push(performance.now())
     })(), SETUP_TIMEOUT_MS, `${this.agent.id}'s chunks to be meshed`)
     // One frame now compiles the shaders and uploads the textures (~0.1-1 s), so the
     // first requested frame costs what every later one does.
     this.draw()
-    tt.push(performance.now())
-    log(`TIMING init ${this.agent.id}: ${tt.map((t, i) => i ? Math.round(t - tt[i - 1]) : Math.round(t - t0)).join(' ')}`)
     this.setupMs = performance.now() - t0
   }
 
@@ -257,20 +251,21 @@ class BotRenderer {
     for (let y = 0; y < h; y++) {
       let src = (h - 1 - y) * w * 4
       let dst = y * w * 3
+      for (let x = 0; x < w; x++, src += 4, dst += 3) {
+        rgb[dst] = pixels[src]
+        rgb[dst + 1] = pixels[src + 1]
+        rgb[dst + 2] = pixels[src + 2]
+      }
       if (wantRgba) {
-        let dst4 = y * w * 4
-        for (let x = 0; x < w; x++, src += 4, dst += 3, dst4 += 4) {
-          const r = pixels[src]; const g = pixels[src + 1]; const b = pixels[src + 2]
-          rgb[dst] = r; rgb[dst + 1] = g; rgb[dst + 2] = b
-          rgba[dst4] = r; rgba[dst4 + 1] = g; rgba[dst4 + 2] = b; rgba[dst4 + 3] = 255
-        }
-      } else {
-        for (let x = 0; x < w; x++, src += 4, dst += 3) {
-          rgb[dst] = pixels[src]; rgb[dst + 1] = pixels[src + 1]; rgb[dst + 2] = pixels[src + 2]
-        }
+        // Whole rows at once; alpha forced opaque (JPEG/PNG must not see transparency).
+        const row = w * 4
+        rgba.set(pixels.subarray((h - 1 - y) * row, (h - y) * row), y * row)
       }
     }
-    if (wantRgba) this.ctx2d.putImageData(new lib.canvasLib.ImageData(rgba, w, h), 0, 0)
+    if (wantRgba) {
+      for (let i = 3; i < rgba.length; i += 4) rgba[i] = 255
+      this.ctx2d.putImageData(new lib.canvasLib.ImageData(rgba, w, h), 0, 0)
+    }
   }
 
   /** Encodes the 2-D canvas (filled by convert(true)) in libuv's thread pool. */
@@ -443,12 +438,10 @@ class RenderService {
     if (!Number.isInteger(quality) || quality < 1 || quality > 100) throw new BridgeError('bad_request', `quality must be an integer 1..100, got ${JSON.stringify(quality)}`)
 
     const { ready, errors, setup } = await this._ensure(ids)
-    const tEnsured = performance.now()
     // Let packets already on the wire (e.g. blocks just placed) reach the clients.
     await new Promise(resolve => setImmediate(resolve))
     await Promise.all([...ready.values()].map(r => r.prepare().catch(err => log(`render ${r.agent.id}: prepare failed:`, err))))
 
-    const tPrepared = performance.now()
     const frames = {}
     const writes = []
     for (const [id, r] of ready) {
@@ -480,9 +473,7 @@ class RenderService {
         }
       })())
     }
-    const tDrawn = performance.now()
     await Promise.all(writes)
-    log(`render timing: ensure ${Math.round(tEnsured - t0)} prepare ${Math.round(tPrepared - tEnsured)} draw ${Math.round(tDrawn - tPrepared)} write ${Math.round(performance.now() - tDrawn)}`)
     return { frames, errors, setup_ms: setup, ms: round1(performance.now() - t0) }
   }
 

@@ -22,22 +22,33 @@ from types import MappingProxyType
 from harness_aria.backends.base import BackendError, ModelRequest, ModelResponse
 from harness_aria.backends.settings import BackendSettings
 
-# One entry per purpose the harness uses; each value must parse as a JSON object.
-# Extend this table (or pass `responses=`) when a module gains a purpose or a field.
+# One entry per purpose the harness uses; each value must parse as a JSON object. Field names
+# follow the module formats of `harness_aria/fake_answers.py` (whose responder reads the prompt
+# and answers in context; these are its static, crewmate-form minimum). Extend this table, or
+# pass `responses=`, when a module gains a purpose or a field.
 DEFAULT_RESPONSES: Mapping[str, str] = MappingProxyType(
     {
-        "planner": '{"plan": [], "next_action": "wait", "reasoning": "fake"}',
-        "planner_long": '{"goals": [], "reasoning": "fake"}',
-        "kill_scan": '{"kill": false, "target": null, "reasoning": "fake"}',
-        "report": '{"report": false, "reasoning": "fake"}',
-        "surveillance": '{"observations": [], "suspects": [], "reasoning": "fake"}',
-        "emergency": '{"call_meeting": false, "reasoning": "fake"}',
-        "meeting": '{"message": "I have nothing to add.", "reasoning": "fake"}',
+        "planner": '{"module": "MOVE", "target": null, "reasoning": "fake"}',
+        "planner_long": '{"strategy": "do tasks", "priority_target": null, "reasoning": "fake"}',
+        "kill_scan": (
+            '{"players_seen": [], "witnesses_visible": false, "target_visible": false, '
+            '"detail": "fake scan"}'
+        ),
+        "report": '{"should_report": true, "reasoning": "fake"}',
+        "surveillance": '{"players_seen": [], "detail": "nothing unusual", "suspect": null}',
+        "emergency": '{"should_call": false, "reasoning": "fake"}',
+        "meeting": (
+            '{"response_text": "I saw nothing unusual.", "suspicion_cast_on": null, '
+            '"reasoning": "fake"}'
+        ),
         "vote": '{"vote_target": "skip", "reasoning": "fake"}',
-        "move": '{"action": "wait", "target": null, "reasoning": "fake"}',
-        "mission": '{"task": null, "reasoning": "fake"}',
-        "reflection": '{"reflection": "", "reasoning": "fake"}',
-        "memory": '{"memory": "", "reasoning": "fake"}',
+        "move": '{"room": null, "follow": null, "reasoning": "fake"}',
+        "mission": '{"station": 0, "objective": "fake task"}',
+        "reflection": (
+            '{"insights": "fake reflection", "suspicion_deltas": {}, "skill": {"situation": '
+            '"a meeting", "behavior": "stay calm", "outcome": "fine"}}'
+        ),
+        "memory": '{"summary": "", "reasoning": "fake"}',
     }
 )
 """Default answer by request purpose (JSON text)."""
@@ -152,7 +163,7 @@ class FakeBackend:
                 return self._callable(request)
             except BackendError:
                 raise
-            except Exception as exc:  # noqa: BLE001 (a script's failure becomes a BackendError)
+            except Exception as exc:  # a script's failure becomes a BackendError
                 raise _as_backend_error(exc, self.address) from exc
         if self._queue is None:
             return self.default_answer(request)

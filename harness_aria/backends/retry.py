@@ -28,7 +28,7 @@ RETRYABLE: frozenset[ErrorClass] = frozenset({"rate_limit", "server", "timeout",
 """Failure classes worth another try; quota, auth, bad_request and other are final."""
 
 # Provider keys look like `sk-...` / `sk-ant-...`; APIs echo them masked (`sk-proj-****abcd`).
-_KEY_LIKE = re.compile(r"sk-[A-Za-z0-9_\-*.]{3,}")
+_KEY_LIKE = re.compile(r"sk-[A-Za-z0-9_\-*]{3,}")
 _MESSAGE_LIMIT = 500
 
 
@@ -188,7 +188,7 @@ class Retrier:
                 # A hard deadline on top of the SDK's own timeout, for servers that trickle.
                 async with asyncio.timeout(settings.timeout_s * 2 + 1):
                     return await attempt(), tries
-            except Exception as exc:  # noqa: BLE001 (classified below or re-raised)
+            except Exception as exc:  # classified below, or re-raised when not an API failure
                 failure = _builtin_failure(exc) or classify(exc)
                 if failure is None:
                     raise

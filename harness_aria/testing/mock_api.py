@@ -80,7 +80,9 @@ class MockText:
 
     Attributes:
         text: The model's text.
-        prompt_tokens: Input tokens to report; None estimates them from the request size.
+        prompt_tokens: All input tokens to report (OpenAI `prompt_tokens`; for Anthropic the
+            sum of `input_tokens` and the two cache counts); None estimates them from the
+            request size.
         completion_tokens: Output tokens to report; None estimates them as len(text) // 4.
         cached_tokens: Cached input tokens (OpenAI `prompt_tokens_details.cached_tokens`,
             Anthropic `cache_read_input_tokens`).
@@ -144,16 +146,17 @@ class RecordedRequest:
     Attributes:
         api: Which API the path belongs to.
         path: The request path, e.g. `/v1/messages`.
-        headers: Request headers, names lower-cased.
+        headers: Request headers, names lower-cased (including the key the client sent, so
+            left out of the repr).
         body: The parsed JSON body.
         index: 0 for the first request the server received, then 1, 2, ...
     """
 
     api: ApiName
     path: str
-    headers: Mapping[str, str]
-    body: dict[str, Any]
-    index: int
+    headers: Mapping[str, str] = field(repr=False)  # holds the client's key
+    body: dict[str, Any] = field(default_factory=dict)
+    index: int = 0
 
 
 Responder = Callable[[RecordedRequest], Reply]
@@ -274,6 +277,7 @@ class MockAPIServer:
         """
         if self._server is not None:
             raise RuntimeError("the mock API server is already running")
+        self._closing.clear()
         server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._server = server
         self._thread = threading.Thread(
@@ -379,11 +383,14 @@ class _Server(ThreadingHTTPServer):
 def _make_handler(owner: MockAPIServer) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes; with Nagle on, the body waits for the
+        # client's delayed ACK (~40 ms a call), which would swamp small latencies.
+        disable_nagle_algorithm = True
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-            logger.debug("mock api: " + format, *args)
+        def log_message(self, fmt: str, *args: Any) -> None:
+            logger.debug("mock api: " + fmt, *args)
 
-        def do_POST(self) -> None:  # noqa: N802 (name fixed by http.server)
+        def do_POST(self) -> None:  # noqa: N802 (the name is fixed by http.server)
             path = self.path.split("?", 1)[0]
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -398,7 +405,12 @@ def _make_handler(owner: MockAPIServer) -> type[BaseHTTPRequestHandler]:
                 return
             headers = {name.lower(): value for name, value in self.headers.items()}
             request = owner._record(api, path, headers, body)
-            reply = owner._reply_for(request)
+            try:
+                reply = owner._reply_for(request)
+            except Exception as exc:
+                # A broken test script should fail the test visibly, not hang the client.
+                logger.exception("mock api: the script failed on request %d", request.index)
+                reply = MockError(500, f"mock script failed: {type(exc).__name__}: {exc}")
             # The client may have given up (its timeout fired): nothing left to answer then.
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self._answer(api, request, reply)

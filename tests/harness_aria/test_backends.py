@@ -59,7 +59,16 @@ SDK_ADDRESSES = ("openai:gpt-4.1-mini", "anthropic:claude-haiku-4-5")
 
 
 def run(backend: Backend, request: ModelRequest) -> ModelResponse:
-    return asyncio.run(backend.complete(request))
+    """One call in its own event loop, closing the SDK client before the loop ends."""
+
+    async def call() -> ModelResponse:
+        try:
+            return await backend.complete(request)
+        finally:
+            if isinstance(backend, OpenAIBackend | AnthropicBackend):
+                await backend.aclose()
+
+    return asyncio.run(call())
 
 
 def fails(backend: Backend, request: ModelRequest) -> BackendError:
@@ -73,7 +82,7 @@ def text_request(**kwargs: object) -> ModelRequest:
         Message(role="system", text="You are a crewmate."),
         Message(role="user", text="Where are you?"),
     ]
-    return ModelRequest(messages=messages, **kwargs)  # type: ignore[arg-type]
+    return ModelRequest(messages=messages, **kwargs)
 
 
 def image_request(**kwargs: object) -> ModelRequest:
@@ -81,7 +90,7 @@ def image_request(**kwargs: object) -> ModelRequest:
         Message(role="system", text="You are a crewmate."),
         Message(role="user", text="What do you see?", images=[JPEG, JPEG]),
     ]
-    return ModelRequest(messages=messages, **kwargs)  # type: ignore[arg-type]
+    return ModelRequest(messages=messages, **kwargs)
 
 
 def closed_port() -> int:
@@ -260,7 +269,9 @@ def test_anthropic_without_system_and_base_url_with_v1(
     assert "system" not in api.requests[0].body
 
 
-def test_anthropic_usage_cache_tokens_and_cost(mock_api: StartServer, fast: BackendSettings) -> None:
+def test_anthropic_usage_cache_tokens_and_cost(
+    mock_api: StartServer, fast: BackendSettings
+) -> None:
     reply = MockText(
         "{}",
         prompt_tokens=3000,
@@ -346,10 +357,16 @@ def test_always_500_is_server(address: str, mock_api: StartServer, fast: Backend
 @pytest.mark.parametrize(
     ("address", "reply"),
     [
-        ("openai:gpt-4.1-mini", MockError(429, "You exceeded your quota", code="insufficient_quota")),
+        (
+            "openai:gpt-4.1-mini",
+            MockError(429, "You exceeded your quota", code="insufficient_quota"),
+        ),
         ("anthropic:claude-haiku-4-5", MockError(402, "Your credit balance is too low")),
         ("anthropic:claude-haiku-4-5", MockError(400, "Your credit balance is too low")),
-        ("anthropic:claude-haiku-4-5", MockError(429, "limit", code="enforced_spend_limit_reached")),
+        (
+            "anthropic:claude-haiku-4-5",
+            MockError(429, "limit", code="enforced_spend_limit_reached"),
+        ),
     ],
 )
 def test_quota_is_not_retried(
@@ -419,14 +436,8 @@ def test_backend_survives_several_event_loops(mock_api: StartServer, fast: Backe
     api = mock_api()
     for address in SDK_ADDRESSES:
         backend = make_backend(address, base_url=base_url_for(api, address), settings=fast)
-        for _ in range(2):
-            assert run(backend, text_request()).text == '{"ok": true}'
-
-            async def close(b: Backend = backend) -> None:
-                assert isinstance(b, OpenAIBackend | AnthropicBackend)
-                await b.aclose()
-
-            asyncio.run(close())
+        for _ in range(3):  # a new loop each time, the client of the old one left unclosed
+            assert asyncio.run(backend.complete(text_request())).text == '{"ok": true}'
 
 
 def test_concurrent_calls_overlap(mock_api: StartServer, fast: BackendSettings) -> None:
@@ -434,11 +445,16 @@ def test_concurrent_calls_overlap(mock_api: StartServer, fast: BackendSettings) 
     backend = make_backend("openai:gpt-4.1-mini", base_url=api.openai_base_url, settings=fast)
 
     async def step() -> list[ModelResponse]:
-        return list(await asyncio.gather(*(backend.complete(text_request()) for _ in range(8))))
+        calls = (backend.complete(text_request()) for _ in range(8))
+        try:
+            return list(await asyncio.gather(*calls))
+        finally:
+            assert isinstance(backend, OpenAIBackend)
+            await backend.aclose()
 
     started = time.perf_counter()
     responses = asyncio.run(step())
-    assert len(responses) == 8
+    assert len(responses) == 8 and all(r.text == '{"ok": true}' for r in responses)
     assert time.perf_counter() - started < 0.3 * 8 / 2
 
 
@@ -531,8 +547,9 @@ def test_openai_compatible_requires_base_url() -> None:
     check_credentials("openai-compatible:qwen", "http://127.0.0.1:8000/v1")
 
 
-@pytest.mark.usefixtures("no_keys")
-def test_missing_keys_fail_early_and_clearly() -> None:
+def test_missing_keys_fail_early_and_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(CredentialsError) as info:
         check_credentials("anthropic:claude-haiku-4-5", None)
     assert str(info.value) == "ANTHROPIC_API_KEY is not set; export it or use --crew fake"
@@ -546,8 +563,8 @@ def test_missing_keys_fail_early_and_clearly() -> None:
         check_credentials("nonsense:x", None)
 
 
-@pytest.mark.usefixtures("no_keys")
 def test_api_key_env_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")  # empty counts as unset
     settings = BackendSettings(api_key_env="TEAM_B_ANTHROPIC_KEY")
     with pytest.raises(CredentialsError, match="^TEAM_B_ANTHROPIC_KEY is not set"):
         check_credentials("anthropic:claude-haiku-4-5", settings=settings)
@@ -656,9 +673,10 @@ def test_fake_default_responder_answers_every_purpose_with_json() -> None:
     assert vote == {"vote_target": "skip", "reasoning": "fake"}
     assert json.loads(run(backend, text_request(purpose="???")).text) == {"reasoning": "fake"}
     again = make_backend("fake")
-    assert run(again, text_request(purpose="move")).text == run(
-        backend, text_request(purpose="move")
-    ).text
+    assert (
+        run(again, text_request(purpose="move")).text
+        == run(backend, text_request(purpose="move")).text
+    )
 
 
 def test_fake_custom_responses_and_token_count() -> None:
@@ -691,9 +709,7 @@ def test_mock_server_unknown_path_and_records(mock_api: StartServer) -> None:
     import urllib.request
 
     api = mock_api()
-    request = urllib.request.Request(
-        f"{api.root_url}/v1/embeddings", data=b"{}", method="POST"
-    )
+    request = urllib.request.Request(f"{api.root_url}/v1/embeddings", data=b"{}", method="POST")
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(request, timeout=5)
     assert info.value.code == 404

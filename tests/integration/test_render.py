@@ -196,7 +196,9 @@ def test_a_player_in_front_is_drawn(scene: Scene) -> None:
 
 def test_red_carpet_shows_red(scene: Scene) -> None:
     before = scene.frame(name="no-carpet")
-    scene.bridge.set_blocks([BlockPlacement(x=CARPET[0], y=CARPET[1], z=CARPET[2], block="red_carpet")])
+    scene.bridge.set_blocks(
+        [BlockPlacement(x=CARPET[0], y=CARPET[1], z=CARPET[2], block="red_carpet")]
+    )
     time.sleep(0.2)  # the block change reaches the bot's client
     with_carpet = scene.frame(name="carpet")
     scene.bridge.set_blocks([BlockPlacement(x=CARPET[0], y=CARPET[1], z=CARPET[2], block="air")])
