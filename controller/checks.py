@@ -198,3 +198,57 @@ def determinism_check(
     if len(a) != len(b):
         diffs.append(f"{len(a)} events vs {len(b)}")
     return diffs
+
+
+def view_leaks(
+    observations: Mapping[str, list[Any]], events: list[Event], geometry: Any
+) -> tuple[list[str], int]:
+    """Check every privileged state view built from the given observations against the log.
+
+    Each last-known position in a view must match a `visibility` entry of that agent
+    at that step and the `positions` snapshot; each body must have been in sight; no
+    view names the role of anyone but an impostor's own teammates.
+
+    Args:
+        observations: Agent -> the `Observation`s it was given, in order.
+        events: The game's event log.
+        geometry: The map's `ShipGeometry`.
+
+    Returns:
+        The leaks found (empty: none) and how many facts were checked.
+    """
+    from controller.events import Positions, Visibility
+    from controller.views import build_view
+
+    start = next(e for e in events if isinstance(e, GameStart))
+    roles = start.roles
+    vis = {ev.step: ev for ev in events if isinstance(ev, Visibility)}
+    pos = {ev.step: ev for ev in events if isinstance(ev, Positions)}
+    leaks: list[str] = []
+    checked = 0
+    for agent, seen in observations.items():
+        mates = sorted(a for a, r in roles.items() if r == "impostor" and a != agent)
+        for obs in seen:
+            view = build_view(obs, "privileged", geometry)
+            expected = mates if roles[agent] == "impostor" else []
+            if sorted(view.teammates) != expected:
+                leaks.append(f"{agent} step {obs.step}: teammates {view.teammates}")
+            for other, s in (view.last_seen or {}).items():
+                checked += 1
+                if s.step > obs.step or other not in vis[s.step].sees.get(agent, []):
+                    leaks.append(f"{agent} step {obs.step}: never saw {other} at step {s.step}")
+                elif pos[s.step].players[other].pos != s.pos:
+                    leaks.append(f"{agent} step {obs.step}: wrong position of {other}")
+            for victim, s in (view.bodies_seen or {}).items():
+                checked += 1
+                if victim not in vis[s.step].bodies.get(agent, []):
+                    leaks.append(f"{agent} step {obs.step}: never saw {victim}'s body")
+            text = view.to_text()
+            for other, role in roles.items():
+                if (
+                    other != agent
+                    and other not in expected
+                    and (f"{other.capitalize()}, a {role}" in text or f"{other} is {role}" in text)
+                ):
+                    leaks.append(f"{agent} step {obs.step}: the view names {other}'s role")
+    return leaks, checked

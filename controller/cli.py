@@ -172,7 +172,9 @@ def make_world(kind: str, config: GameConfig, geometry: ShipGeometry, out: Path)
         return FakeWorld(geometry)
     from controller.worlds.minecraft import MinecraftWorld
 
-    return MinecraftWorld(config.server, out / "logs", geometry.seat_pos(0))
+    return MinecraftWorld(
+        config.server, out / "logs", geometry.seat_pos(0), frames=config.frames != "off"
+    )
 
 
 def play_game(

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness_aria.backends.settings import BackendSettings
 from harness_aria.spec import AriaSpec
 
 PRESETS = ("quick", "paper")
@@ -117,6 +118,9 @@ class SideConfig(_Frozen):
     """Send no images (for models without vision)."""
     spec: AriaSpec = AriaSpec()
     """ARIA's ablation spec for this side (ignored by `scripted`)."""
+    settings: BackendSettings = BackendSettings()
+    """Timeouts, retries with backoff and jitter, JSON mode, API-key variable and the
+    price table (USD per million tokens) used for cost estimates."""
 
 
 class GameConfig(_Frozen):

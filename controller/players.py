@@ -25,14 +25,16 @@ def check_sides(config: GameConfig) -> None:
     """
     for side in (config.crew, config.impostor):
         if side.backend != "scripted":
-            check_credentials(side.backend, side.base_url)
+            check_credentials(side.backend, side.base_url, settings=side.settings)
 
 
 def _backend(side: SideConfig) -> Backend:
     if side.backend == "fake" or side.backend.startswith("fake:"):
         # The fake answers every ARIA prompt validly, so an ARIA game runs offline.
         return FakeBackend(side.backend.partition(":")[2], script=answer, text_only=side.text_only)
-    return make_backend(side.backend, base_url=side.base_url, text_only=side.text_only)
+    return make_backend(
+        side.backend, base_url=side.base_url, text_only=side.text_only, settings=side.settings
+    )
 
 
 def agent_factory(config: GameConfig, geometry: ShipGeometry) -> Callable[[str, Role], Agent]:

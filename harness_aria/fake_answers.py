@@ -21,11 +21,54 @@ def _system(request: ModelRequest) -> str:
     return "\n".join(m.text for m in request.messages if m.role == "system")
 
 
+# A phrase of each template that tells which module is asking (for requests that
+# arrive over HTTP, where the purpose is not sent).
+_PURPOSE_MARKERS = (
+    ("Set your strategy", "planner_long"),
+    ("Decide what to do this step", "planner"),
+    ("checking whether it is safe to kill", "kill_scan"),
+    ("You see the body of", "report"),
+    ("You just looked around", "surveillance"),
+    ("press the emergency button", "emergency"),
+    ("Choose the task station", "mission"),
+    ("Decide where to move", "move"),
+    ("your turn to speak in the meeting", "meeting"),
+    ("Vote now", "vote"),
+    ("The meeting is over. Reflect", "reflection"),
+)
+
+
+def infer_purpose(system: str) -> str:
+    """Which ARIA prompt a system text belongs to ('' if none)."""
+    return next((purpose for marker, purpose in _PURPOSE_MARKERS if marker in system), "")
+
+
 def answer(request: ModelRequest) -> str:
     """A valid JSON answer for the request's purpose."""
     system = _system(request)
+    return answer_for(request.purpose or infer_purpose(system), system)
+
+
+def answer_http(body: dict[str, object]) -> str:
+    """The same answers for a request body of the OpenAI or Anthropic API (mock servers)."""
+    texts: list[str] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        texts.append(system)
+    elif isinstance(system, list):
+        texts += [str(b.get("text", "")) for b in system if isinstance(b, dict)]
+    messages = body.get("messages")
+    for m in messages if isinstance(messages, list) else []:
+        if isinstance(m, dict) and m.get("role") == "system":
+            content = m.get("content")
+            texts.append(content if isinstance(content, str) else str(content))
+    joined = "\n".join(texts)
+    return answer_for(infer_purpose(joined), joined)
+
+
+def answer_for(purpose: str, system: str) -> str:
+    """A valid JSON answer to an ARIA prompt of the given purpose."""
     impostor = "Your role: impostor" in system
-    purpose = request.purpose
     out: dict[str, object]
     if purpose == "planner":
         found = _MODULES.search(system)

@@ -8,12 +8,18 @@ dies with it (see docs/bridge-protocol.md).
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from controller.bridge import BridgeError, NodeBridge, free_port
 from controller.config import ServerConfig
+from controller.observation import FRAME_SHAPE
 from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
-from controller.worlds.base import Seat, WorldEvent, WorldFault
+from controller.worlds.base import Frame, FrameFormat, Seat, WorldEvent, WorldFault
+from controller.xvfb import Xvfb, XvfbError
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +33,26 @@ class MinecraftWorld:
         server: Embedded (default) or external server settings.
         log_dir: Where the Node process's log goes (`node.log`).
         spawn: World spawn point (the cafeteria).
+        frames: Whether first-person frames will be rendered (starts an Xvfb for them).
+        jpeg_quality: JPEG quality of saved and model-bound frames.
     """
 
-    def __init__(self, server: ServerConfig, log_dir: Path, spawn: Vec3) -> None:
+    def __init__(
+        self,
+        server: ServerConfig,
+        log_dir: Path,
+        spawn: Vec3,
+        *,
+        frames: bool = True,
+        jpeg_quality: int = 85,
+    ) -> None:
         self.server = server
         self.log_dir = Path(log_dir)
         self.spawn = spawn
+        self.frames = frames
+        self.jpeg_quality = jpeg_quality
+        self.xvfb: Xvfb | None = None
+        self.scratch: Path | None = None
         self.bridge: NodeBridge | None = None
         self.address: tuple[str, int] | None = None
         self._versions: dict[str, str] = {}
@@ -45,7 +65,19 @@ class MinecraftWorld:
     def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
         """Start Node, the server (unless external), build the map and join the bots."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.bridge = NodeBridge(log_path=self.log_dir / "node.log")
+        env: dict[str, str] = {}
+        if self.frames:
+            self.xvfb = Xvfb(self.log_dir / "xvfb.log")
+            try:
+                self.xvfb.start()
+            except XvfbError as exc:
+                raise WorldFault(str(exc)) from exc
+            env = self.xvfb.env()
+            shm = Path("/dev/shm")
+            self.scratch = Path(
+                tempfile.mkdtemp(prefix="mineamongus-", dir=shm if shm.is_dir() else None)
+            )
+        self.bridge = NodeBridge(log_path=self.log_dir / "node.log", env=env)
         try:
             self.bridge.start()
             hello = self.bridge.hello()
@@ -82,6 +114,10 @@ class MinecraftWorld:
                 poses = self.bridge.teleport(
                     {s.agent: Teleport(pos=s.pos, yaw=s.yaw) for s in seats}
                 )
+            if self.frames:
+                result = self.bridge.render_init()
+                if result.get("errors"):
+                    raise WorldFault(f"renderers could not start: {result['errors']}")
             return poses
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc
@@ -113,6 +149,48 @@ class MinecraftWorld:
             self._b().broadcast(text)
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc
+
+    def render(
+        self, agents: list[str], save_dir: Path | None, fmt: FrameFormat
+    ) -> dict[str, Frame]:
+        """First-person frames rendered by Node from each bot's eyes, written to files."""
+        if self.scratch is None:
+            raise WorldFault("frames are off for this world")
+        if save_dir is not None:
+            save_dir.mkdir(parents=True, exist_ok=True)
+        files: dict[str, dict[str, str | None]] = {}
+        for agent in agents:
+            jpg = (
+                (save_dir / f"{agent}.jpg")
+                if save_dir is not None and fmt == "jpg"
+                else (self.scratch / f"{agent}.jpg")
+            )
+            png = save_dir / f"{agent}.png" if save_dir is not None and fmt == "png" else None
+            files[agent] = {
+                "raw": str(self.scratch / f"{agent}.rgb"),
+                "jpg": str(jpg),
+                "png": str(png) if png else None,
+            }
+        try:
+            result = self._b().render(agents, files, quality=self.jpeg_quality)
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+        if result.get("errors"):
+            raise WorldFault(f"rendering failed: {result['errors']}")
+        out: dict[str, Frame] = {}
+        for agent in agents:
+            paths = files[agent]
+            raw = np.fromfile(str(paths["raw"]), dtype=np.uint8)
+            if raw.size != FRAME_SHAPE[0] * FRAME_SHAPE[1] * FRAME_SHAPE[2]:
+                raise WorldFault(f"frame of {agent} has {raw.size} bytes, not a 640x360 RGB")
+            jpeg = Path(str(paths["jpg"])).read_bytes()
+            saved = paths["png"] if fmt == "png" else paths["jpg"]
+            out[agent] = Frame(
+                rgb=raw.reshape(FRAME_SHAPE),
+                jpeg=jpeg,
+                path=str(saved) if save_dir is not None else None,
+            )
+        return out
 
     def state(self) -> tuple[int, dict[str, PlayerPose]]:
         """Tick and poses."""
@@ -147,3 +225,9 @@ class MinecraftWorld:
         if self.bridge is not None:
             self.bridge.close()
             self.bridge = None
+        if self.xvfb is not None:
+            self.xvfb.close()
+            self.xvfb = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None

@@ -11,14 +11,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from controller.agents.base import AgentDecision
 from controller.agents.scripted import ScriptedAgent
-from controller.checks import log_violations
+from controller.checks import log_violations, view_leaks
 from controller.config import resolve_config
 from controller.events import Disconnect, GameEnd, Kill, Positions, Reconnect, read_events
 from controller.game import Game
+from controller.observation import FRAME_SHAPE, Observation
 from controller.protocol import LowProgram, StepReport
+from controller.replay import replay
 from controller.timeline import rebuild_timeline
 from controller.worlds.minecraft import MinecraftWorld
 from world.geometry import ShipGeometry
@@ -44,13 +48,28 @@ class ProbeGame(Game):
         }
 
 
+class Recorder:
+    """Wraps a scripted agent and keeps every observation it was given."""
+
+    def __init__(self, inner: ScriptedAgent) -> None:
+        self.inner, self.agent_id = inner, inner.agent_id
+        self.seen: list[Observation] = []
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    async def decide(self, obs: Observation) -> AgentDecision:
+        self.seen.append(obs)
+        return await self.inner.decide(obs)
+
+
 @pytest.fixture(scope="module")
 def full_game(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ProbeGame, Any]:
     out = tmp_path_factory.mktemp("full")
     config = resolve_config("quick", overrides={"seed": 3})
     geometry = ShipGeometry(SPEC)
     world = MinecraftWorld(config.server, out / "logs", geometry.seat_pos(0))
-    agents = {a: ScriptedAgent(a, geometry, config.seed) for a in config.agent_ids()}
+    agents = {a: Recorder(ScriptedAgent(a, geometry, config.seed)) for a in config.agent_ids()}
     game = ProbeGame(config, SPEC, world, agents, out)
     try:
         result = game.run()
@@ -94,6 +113,38 @@ def test_timeline_matches_live_real_game(full_game: tuple[Path, ProbeGame, Any])
             assert (timeline[step][agent].room, timeline[step][agent].status) == (room, status)
 
 
+def test_observations_on_the_real_server(full_game: tuple[Path, ProbeGame, Any]) -> None:
+    out, game, _ = full_game
+    recorders = {a: ag for a, ag in game.agents.items() if isinstance(ag, Recorder)}
+    assert len(recorders) == 8
+    frames = 0
+    for agent, rec in recorders.items():
+        for obs in rec.seen:
+            assert obs.agent == agent and obs.scoreboard.area == obs.room
+            assert obs.rgb is not None and obs.rgb.shape == FRAME_SHAPE
+            assert obs.rgb.dtype == np.uint8 and obs.rgb.std() > 5  # not blank
+            assert obs.jpeg is not None and obs.jpeg[:2] == b"\xff\xd8"
+            assert obs.frame_path is not None and Path(obs.frame_path).is_file()
+            frames += 1
+    assert frames > 50
+    first = recorders["red"].seen[0]
+    assert Path(first.frame_path or "").parent == out / "frames" / f"{first.step:04d}"
+
+
+def test_real_game_views_never_leak(full_game: tuple[Path, ProbeGame, Any]) -> None:
+    out, game, _ = full_game
+    observations = {a: ag.seen for a, ag in game.agents.items() if isinstance(ag, Recorder)}
+    leaks, checked = view_leaks(observations, read_events(out / "events.jsonl"), game.geometry)
+    assert leaks == [] and checked > 20
+
+
+def test_replay_of_the_real_game(full_game: tuple[Path, ProbeGame, Any]) -> None:
+    out, _, _ = full_game
+    made = replay(out)
+    assert made["map"].stat().st_size > 1000 and made["montage"].is_file()
+    assert {"red", "blue"} <= set(made) and made["red"].stat().st_size > 1000
+
+
 class DroppingWorld(MinecraftWorld):
     """Cuts one bot's connection just before the second batch of programs."""
 
@@ -113,7 +164,9 @@ class DroppingWorld(MinecraftWorld):
 def test_disconnected_bot_reconnects_and_game_goes_on(tmp_path: Path) -> None:
     config = resolve_config("quick", overrides={"seed": 5, "rules": {"max_steps": 5}})
     geometry = ShipGeometry(SPEC)
-    world = DroppingWorld(config.server, tmp_path / "logs", geometry.seat_pos(0), victim="blue")
+    world = DroppingWorld(
+        config.server, tmp_path / "logs", geometry.seat_pos(0), victim="blue", frames=False
+    )
     agents = {a: ScriptedAgent(a, geometry, config.seed) for a in config.agent_ids()}
     try:
         result = Game(config, SPEC, world, agents, tmp_path).run()
