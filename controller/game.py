@@ -280,7 +280,7 @@ class Game:
                 agent=a,
                 username=self._name(a),
                 pos=self.geometry.seat_pos(i),
-                yaw=self._face_button(self.geometry.seat_pos(i)),
+                yaw=round(self.geometry.seat_yaw(i), 1),
             )
             for i, a in enumerate(self.config.agent_ids())
         ]
@@ -290,12 +290,6 @@ class Game:
         tick, poses = self.world.state()
         self.engine.set_tick(tick)
         self._record_poses(poses)
-
-    def _face_button(self, pos: tuple[float, float, float]) -> float:
-        from controller.worlds.fake import heading
-
-        bx, _, bz = self.geometry.button_pos()
-        return round(heading(bx - pos[0], bz - pos[2]), 1)
 
     # ------------------------------------------------------------------ observations
     def _observe(self, agent: str) -> Observation:
@@ -736,7 +730,7 @@ class Game:
         moves = {
             a: Teleport(
                 pos=self.geometry.seat_pos(self.seat_index[a]),
-                yaw=self._face_button(self.geometry.seat_pos(self.seat_index[a])),
+                yaw=round(self.geometry.seat_yaw(self.seat_index[a]), 1),
             )
             for a in living
         }

@@ -34,14 +34,9 @@ from controller.protocol import (
 )
 from controller.worlds.base import Frame, FrameFormat, Seat, WorldEvent, WorldFault
 from controller.worlds.sketch import encode, save, sketch
-from world.geometry import ShipGeometry
+from world.geometry import ShipGeometry, yaw_towards
 
 TICK_MS = 50
-
-
-def heading(dx: float, dz: float) -> float:
-    """Minecraft yaw in degrees of a direction (0 = +Z, 90 = -X)."""
-    return math.degrees(math.atan2(-dx, dz)) % 360.0
 
 
 @dataclass
@@ -309,5 +304,5 @@ class FakeWorld:
                 x, z = x + dx / d * budget, z + dz / d * budget
                 budget = 0.0
             if d > 1e-9:
-                body.yaw = heading(dx, dz)
+                body.yaw = yaw_towards((0.0, 0.0, 0.0), (dx, 0.0, dz))
         body.pos = (round(x, 4), y, round(z, 4))

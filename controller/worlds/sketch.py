@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 from controller.protocol import Vec3
-from world.geometry import ShipGeometry
+from world.geometry import ShipGeometry, yaw_towards
 
 HEIGHT, WIDTH = 360, 640
 H_FOV = 90.0
@@ -42,9 +42,7 @@ def room_color(room: str) -> tuple[int, int, int]:
 
 def _bearing(src: Vec3, yaw: float, dst: Vec3) -> float:
     """Degrees of `dst` right (+) or left (-) of where `src` looks."""
-    dx, dz = dst[0] - src[0], dst[2] - src[2]
-    heading = math.degrees(math.atan2(-dx, dz)) % 360.0
-    return (yaw - heading + 540.0) % 360.0 - 180.0
+    return (yaw - yaw_towards(src, dst) + 540.0) % 360.0 - 180.0
 
 
 def sketch(

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from controller.agents.base import AgentDecision
+from controller.agents.recording import RecordingAgent
 from controller.agents.scripted import ScriptedAgent
 from controller.checks import view_leaks
 from controller.config import GameConfig, resolve_config
@@ -24,22 +25,18 @@ SPEC = load_map("skeld")
 GEOMETRY = ShipGeometry(SPEC)
 
 
-class Recorder:
-    """Wraps an agent and keeps every observation it was given."""
+class Recorder(RecordingAgent):
+    """Records observations; optionally says a fixed line at every meeting turn."""
 
-    def __init__(self, inner: Any, say: str | None = None) -> None:
-        self.inner, self.agent_id, self.say = inner, inner.agent_id, say
-        self.seen: list[Observation] = []
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "recorder"}
+    def __init__(self, inner: ScriptedAgent, say: str | None = None) -> None:
+        super().__init__(inner)
+        self.say = say
 
     async def decide(self, obs: Observation) -> AgentDecision:
-        self.seen.append(obs)
         if self.say and obs.phase == "meeting":
+            self.seen.append(obs)
             return AgentDecision(program=[{"op": "say", "text": self.say}])
-        decision: AgentDecision = await self.inner.decide(obs)
-        return decision
+        return await super().decide(obs)
 
 
 def play(config: GameConfig, out: Path, say: dict[str, str] | None = None) -> dict[str, Recorder]:

@@ -1,0 +1,100 @@
+"""ARIA games (fake world) against a local endpoint that misbehaves, through the real SDKs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main, play_game
+from controller.config import resolve_config
+from controller.events import Decision, read_events
+from harness_aria.testing.mock_api import MockAPIServer, MockError, nonsense
+from world.spec import load_map
+
+FAST = {"max_retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5}
+
+
+def _play(tmp: Path, server: MockAPIServer, backend: str, base_url: str):  # type: ignore[no-untyped-def]
+    config = resolve_config(
+        "quick",
+        overrides={
+            "seed": 3,
+            "rules": {"max_steps": 4},
+            "frames": "off",
+            "crew": {"backend": backend, "base_url": base_url, "settings": FAST},
+            "impostor": {"backend": "scripted"},
+        },
+    )
+    return play_game(config, load_map("skeld"), "fake", tmp)
+
+
+def test_nonsense_endpoint_game_finishes_with_failures_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-nonsense")
+    with MockAPIServer(nonsense()) as server:
+        result = _play(tmp_path, server, "openai:gpt-4.1-mini", server.openai_base_url)
+    assert result.status == "ok"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["counts"]["invalid_decisions"] > 0
+    assert summary["counts"]["infra_errors"] == 0
+    crew = [
+        d
+        for d in read_events(tmp_path / "events.jsonl")
+        if isinstance(d, Decision)
+        and summary["roles"][d.agent] == "crewmate"
+        and d.phase == "free_roam"
+    ]
+    assert crew and all(d.error_kind == "model" and "banana" in d.raw for d in crew)
+
+
+def test_rate_limited_endpoint_game_finishes_with_failures_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-ratelimit")
+    limited = MockError(
+        status=429, message="slow down", error_type="rate_limit_error", headers={"retry-after": "0"}
+    )
+    with MockAPIServer(lambda rec: limited) as server:
+        result = _play(tmp_path, server, "anthropic:claude-haiku-4-5", server.anthropic_base_url)
+    assert result.status == "ok"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["counts"]["infra_errors"] > 0
+    assert summary["counts"]["invalid_decisions"] == 0
+    calls = [
+        c
+        for d in read_events(tmp_path / "events.jsonl")
+        if isinstance(d, Decision)
+        for c in d.calls
+    ]
+    assert calls and all(c["error_class"] == "rate_limit" and c["attempts"] == 3 for c in calls)
+
+
+def test_exhausted_quota_stops_cleanly_and_is_resumable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-quota")
+    quota = MockError(
+        status=429,
+        message="You exceeded your current quota",
+        error_type="insufficient_quota",
+        code="insufficient_quota",
+    )
+    with MockAPIServer(lambda rec: quota) as server:
+        result = _play(tmp_path, server, "openai:gpt-4.1-mini", server.openai_base_url)
+    assert result.status == "invalid" and "quota" in result.reason
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["resumable"] is True
+    assert len(server.requests) == 1 or all(r.index < 8 for r in server.requests)
+
+
+def test_missing_key_fails_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "run"
+    assert main(["play", "--crew", "openai:gpt-4.1-mini", "--out", str(out)]) == 2
+    assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
+    assert not out.exists()
