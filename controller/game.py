@@ -156,6 +156,7 @@ class Game:
         self.bodies_seen: dict[str, dict[str, Sighting]] = {a: {} for a in ids}
         self.task_in_progress: dict[str, int | None] = dict.fromkeys(ids)
         self.frames: dict[str, Frame] = {}
+        self.markers: list[BlockPlacement] = []
         self.counts: dict[str, int] = {
             "invalid_decisions": 0,
             "program_timeouts": 0,
@@ -661,15 +662,14 @@ class Game:
             )
             moves[victim] = Teleport(pos=self.geometry.ghost_pos(self.seat_index[victim]))
         self.world.set_blocks(blocks)
+        self.markers += blocks
         return self.world.teleport(moves)
 
     def _clear_bodies(self) -> None:
-        blocks = []
-        for body in self.engine.bodies.values():
-            x, y, z = body.pos
-            blocks.append(BlockPlacement(x=int(x // 1), y=int(y // 1), z=int(z // 1), block="air"))
-        if blocks:
-            self.world.set_blocks(blocks)
+        """Remove the body markers placed since the last meeting."""
+        if self.markers:
+            self.world.set_blocks([m.model_copy(update={"block": "air"}) for m in self.markers])
+            self.markers = []
 
     def _record_poses(self, poses: dict[str, PlayerPose]) -> None:
         """Log every player's ground truth and what each living player can see."""
