@@ -38,6 +38,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
   echo "$lock_hash" > "$stamp"
 fi
 
-echo "setup: installing the Python package"
-python3 -m pip install --quiet --disable-pip-version-check -e ".[dev]"
-echo "setup: done"
+# A system Python that forbids pip installs (PEP 668) gets a project venv instead.
+if python3 -c 'import sys, sysconfig, os; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else 1)'; then
+  if [ ! -x .venv/bin/python ]; then
+    echo "setup: the system Python is externally managed; creating .venv"
+    python3 -m venv .venv
+  fi
+fi
+PY=$(bash scripts/python.sh)
+echo "setup: installing the Python package with $PY"
+"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+echo "setup: done ($PY; the command is $(dirname "$PY")/mineamongus)"
