@@ -13,6 +13,8 @@
 //     programs run): right before a frame, every entity mesh is placed at the pose the
 //     bot's client knows, heading included (the viewer's gap: a player that has not
 //     moved since the renderer was created faced the wrong way);
+//   - players named after a colour (Red, Blue, ...) wear it: their shirt and trousers
+//     are dyed in a copy of the viewer's default skin (bots/skins.js);
 //   - pixels are read with gl.readPixels, flipped and written as RGB24 raw / JPEG / PNG
 //     files straight from Node (encoding runs in libuv's thread pool).
 // headless-gl needs an X server: the bridge is started with DISPLAY set to a private
@@ -22,6 +24,7 @@ const fs = require('fs')
 const path = require('path')
 const { performance } = require('perf_hooks')
 const { BridgeError, log, sleep } = require('./util')
+const skins = require('./skins')
 
 const DEFAULTS = Object.freeze({ width: 640, height: 360, view_distance: 3 })
 const EYE_HEIGHT = 1.62 // Minecraft's standing eye height above the feet
@@ -65,8 +68,11 @@ function preloadTexture (relPath) {
 }
 
 // Entity models are built with the 1.16.4 assets (prismarine-viewer's Entity class);
-// their skins are loaded asynchronously on first use, so warm the cache once.
+// their skins are loaded asynchronously on first use, so warm the cache once. The
+// players' colour skins (bots/skins.js) are dyed from the same default skin file; if
+// that fails, players keep the default skin (logged once).
 let skinsReady = null
+let colourSkins = new Map() // colour name -> texture, shared by all renderers
 function preloadSkins () {
   if (!skinsReady) {
     const files = []
@@ -74,7 +80,13 @@ function preloadSkins () {
       const model = lib.entityModels[name]
       for (const tex of Object.values(model ? model.textures : {})) files.push(tex.replace('textures', 'textures/1.16.4') + '.png')
     }
-    skinsReady = Promise.all(files.map(preloadTexture))
+    const publicDir = path.join(path.dirname(require.resolve('prismarine-viewer/package.json')), 'public')
+    const dyed = files.length === 0
+      ? Promise.resolve()
+      : skins.buildColourSkins(lib.THREE, lib.canvasLib, path.join(publicDir, files[0]))
+        .then((m) => { colourSkins = m })
+        .catch((err) => log('render: colour skins unavailable, players keep the default skin:', err))
+    skinsReady = Promise.all([...files.map(preloadTexture), dyed])
   }
   return skinsReady
 }
@@ -212,6 +224,10 @@ class BotRenderer {
       if (!meshes[e.id]) {
         this.entities.update({ id: e.id, name: e.name, width: e.width, height: e.height, username })
         this.entityTags.set(e.id, username)
+        // A player named after a colour wears it (the viewer gives everyone Steve).
+        const colour = e.type === 'player' && meshes[e.id] && skins.colourOf(username)
+        const skin = colour && colourSkins.get(username.toLowerCase())
+        if (skin) skins.dress(meshes[e.id], skin)
       }
       const mesh = meshes[e.id]
       if (!mesh) continue

@@ -194,6 +194,50 @@ def test_a_player_in_front_is_drawn(scene: Scene) -> None:
     assert moved > 0.05
 
 
+def reddish(img: np.ndarray[Any, np.dtype[np.uint8]]) -> int:
+    """Pixels of Red's shirt: strongly red, little green or blue."""
+    r, g, b = (img[..., i].astype(np.int16) for i in range(3))
+    return int(((r > 150) & (g < 90) & (b < 90)).sum())
+
+
+def bluish(img: np.ndarray[Any, np.dtype[np.uint8]]) -> int:
+    """Pixels of Blue's shirt: brighter and purer than the floor's blue concrete."""
+    r, g, b = (img[..., i].astype(np.int16) for i in range(3))
+    return int(((b > 170) & (r < 70) & (g < 90)).sum())
+
+
+def test_players_wear_their_colour(scene: Scene) -> None:
+    # White watches from beside red's spot, looking north; Red, then Blue, stands 3
+    # blocks in front of it, facing it, then goes back out of its view.
+    bridge = scene.bridge
+    camera = (2.5, Y, 3.5)
+    front = (2.5, Y, 0.5)
+    bridge.teleport({"white": Teleport(pos=camera, yaw=RED_YAW)})
+    time.sleep(0.3)  # white's client gets its new chunks and heading
+    empty = centre(scene.frame("white", "colour-empty"))
+    seen = {}
+    for agent in ("red", "blue"):
+        bridge.teleport({agent: Teleport(pos=front, yaw=0.0)})
+        scene.wait_seen(agent, "white", front)
+        seen[agent] = centre(scene.frame("white", f"colour-{agent}"))
+        home, yaw = scene.starts[agent], (RED_YAW if agent == "red" else 0.0)
+        bridge.teleport({agent: Teleport(pos=home, yaw=yaw)})
+        scene.wait_seen(agent, "white", home)
+    gone = centre(scene.frame("white", "colour-gone"))
+    bridge.teleport({"white": Teleport(pos=scene.starts["white"], yaw=0.0)})
+    counts = {
+        name: (reddish(img), bluish(img))
+        for name, img in (("empty", empty), *seen.items(), ("gone", gone))
+    }
+    log.info("centre (reddish, bluish) pixels: %s", counts)
+    for name in ("empty", "gone"):
+        assert counts[name][0] < 50 and counts[name][1] < 50, (name, counts)
+    assert counts["red"][0] > 1000, counts  # Red's shirt and trousers
+    assert counts["red"][1] < 50, counts
+    assert counts["blue"][1] > 1000, counts
+    assert counts["blue"][0] < 50, counts
+
+
 def test_red_carpet_shows_red(scene: Scene) -> None:
     before = scene.frame(name="no-carpet")
     scene.bridge.set_blocks(
