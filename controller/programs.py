@@ -27,7 +27,7 @@ from controller.protocol import (
     Vec3,
     WaitStep,
 )
-from world.geometry import ShipGeometry
+from world.geometry import ShipGeometry, yaw_towards
 
 MAX_ACTIONS = 8
 MAX_WAIT_TICKS = 1200
@@ -251,6 +251,9 @@ def compile_program(program: Program, engine: Engine, geometry: ShipGeometry) ->
                 # rounding may make a wait of exactly N ticks read as N-1.
                 WaitStep(ticks=rules.task_ticks + TASK_MARGIN_TICKS),
                 MarkStep(tag=f"task_done:{action.station}"),
+                # Stations stand by the walls: turn to face into the room when done, as a
+                # player would, so the next frame shows the room rather than a wall.
+                LookStep(yaw=round(_into_room(geometry, action.station), 1)),
             ]
         elif isinstance(action, PressButton):
             steps += [
@@ -270,3 +273,10 @@ def compile_program(program: Program, engine: Engine, geometry: ShipGeometry) ->
         elif isinstance(action, Wait):
             steps.append(WaitStep(ticks=action.ticks))
     return LowProgram(steps=steps)
+
+
+def _into_room(geometry: ShipGeometry, station: int) -> float:
+    """Yaw from a station towards the centre of its room."""
+    return yaw_towards(
+        geometry.station_pos(station), geometry.room_center(geometry.station_room(station))
+    )
