@@ -120,6 +120,9 @@ class ProgramRun(EventBase):
     end_tick: int
     steps_done: int = 0
     low_steps: int = 0
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    """What the program did at which tick: `mark` (with `tag`: task_start/task_resume/
+    task_done:STATION, button, report:VICTIM), `reached` (a strike's positions), `chat`."""
 
 
 class Kill(EventBase):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -154,7 +155,7 @@ class Game:
         self.known_dead: list[str] = []
         self.last_seen: dict[str, dict[str, Sighting]] = {a: {} for a in ids}
         self.bodies_seen: dict[str, dict[str, Sighting]] = {a: {} for a in ids}
-        self.task_in_progress: dict[str, int | None] = dict.fromkeys(ids)
+        self.task_started: dict[str, tuple[int, int] | None] = dict.fromkeys(ids)
         self.frames: dict[str, Frame] = {}
         self.markers: list[BlockPlacement] = []
         self.counts: dict[str, int] = {
@@ -326,7 +327,7 @@ class Game:
             speaker=meeting.speaker if meeting else None,
             game_over=e.phase == "over",
             area=self.geometry.room_at(p.pos),
-            task_in_progress=self.task_in_progress[agent],
+            task_in_progress=started[0] if (started := self.task_started[agent]) else None,
             reported_body=meeting.victim if meeting else None,
             emergency_ready=e.emergency_ready(agent),
         )
@@ -490,7 +491,9 @@ class Game:
             decision, ms, err = decisions[agent]
             program = self._accept(agent, decision, ms, err)
             if program is not None:
-                programs[agent] = compile_program(program, e, self.geometry)
+                programs[agent] = compile_program(
+                    program, e, self.geometry, self.task_started[agent]
+                )
         t_world = time.perf_counter()
         report = self._run(programs)
         world_ms = (time.perf_counter() - t_world) * 1000
@@ -523,6 +526,7 @@ class Game:
                     end_tick=outcome.end_tick,
                     steps_done=outcome.steps_done,
                     low_steps=len(programs[agent].steps),
+                    events=[ev.model_dump(exclude_none=True) for ev in outcome.events],
                     **self._base(),
                 )
             )
@@ -563,44 +567,41 @@ class Game:
                 )
 
     def _intents(self, report: StepReport) -> list[_Intent]:
+        """The rule actions in the step's program events, and tasks left half done."""
         out: list[_Intent] = []
         for agent, outcome in report.outcomes.items():
             seat = self.seat_index[agent]
-            task_start: dict[int, int] = {}
-            self.task_in_progress[agent] = None
+            carried = self.task_started[agent]
+            started: tuple[int, int] | None = None
             for ev in outcome.events:
                 if ev.kind == "reached" and ev.agent is not None and ev.target_pos is not None:
-                    out.append(
-                        _Intent(
-                            ev.tick,
-                            seat,
-                            agent,
-                            "kill",
-                            {"target": ev.agent, "pos": ev.pos, "target_pos": ev.target_pos},
-                        )
-                    )
+                    kill = {"target": ev.agent, "pos": ev.pos, "target_pos": ev.target_pos}
+                    out.append(_Intent(ev.tick, seat, agent, "kill", kill))
                 elif ev.kind == "mark" and ev.tag:
                     name, _, arg = ev.tag.partition(":")
                     if name == "task_start":
-                        task_start[int(arg)] = ev.tick
-                        self.task_in_progress[agent] = int(arg)
-                    elif name == "task_done" and int(arg) in task_start:
-                        self.task_in_progress[agent] = None
-                        out.append(
-                            _Intent(
-                                ev.tick,
-                                seat,
-                                agent,
-                                "task",
-                                {"station": int(arg), "start": task_start[int(arg)], "pos": ev.pos},
-                            )
-                        )
+                        started = (int(arg), ev.tick)
+                    elif name == "task_resume" and carried and carried[0] == int(arg):
+                        started = carried
+                    elif name == "task_done" and started and started[0] == int(arg):
+                        task = {"station": started[0], "start": started[1], "pos": ev.pos}
+                        out.append(_Intent(ev.tick, seat, agent, "task", task))
+                        started = None
                     elif name == "button":
                         out.append(_Intent(ev.tick, seat, agent, "emergency", {"pos": ev.pos}))
                     elif name == "report":
-                        out.append(
-                            _Intent(ev.tick, seat, agent, "report", {"victim": arg, "pos": ev.pos})
-                        )
+                        report_ = {"victim": arg, "pos": ev.pos}
+                        out.append(_Intent(ev.tick, seat, agent, "report", report_))
+            # A task cut short by the step timeout stays in progress while the player
+            # stands at the station; using the station again resumes it.
+            pose = report.players.get(agent)
+            at_station = (
+                started is not None
+                and pose is not None
+                and math.dist(pose.pos, self.geometry.station_pos(started[0]))
+                <= self.engine.rules.station_range
+            )
+            self.task_started[agent] = started if at_station else None
         return sorted(out)
 
     def _apply(self, report: StepReport) -> None:

@@ -217,12 +217,25 @@ def _check_living_other(where: str, target: str, agent: str, engine: Engine) -> 
         raise ProgramError(f"{where}: {target} is not alive")
 
 
-def compile_program(program: Program, engine: Engine, geometry: ShipGeometry) -> LowProgram:
+def compile_program(
+    program: Program,
+    engine: Engine,
+    geometry: ShipGeometry,
+    task_started: tuple[int, int] | None = None,
+) -> LowProgram:
     """Turn a validated program into low-level steps with coordinates and marks.
 
-    Rule-relevant moments become `mark` events (`task_start:S`, `task_done:S`,
-    `button`, `report:VICTIM`) or an approach's `reached` event (a strike); the
-    step loop hands them to the engine in tick order.
+    Rule-relevant moments become `mark` events (`task_start:S`, `task_resume:S`,
+    `task_done:S`, `button`, `report:VICTIM`) or an approach's `reached` event (a
+    strike); the step loop hands them to the engine in tick order.
+
+    Args:
+        program: A validated program.
+        engine: The rules engine (rules, bodies, clock).
+        geometry: The map.
+        task_started: `(station, start tick)` of a task this agent began at an earlier
+            step and is still standing at (a step timeout cut it short); using that
+            station again resumes it and waits only for the rest of the task time.
     """
     rules = engine.rules
     steps: list[LowStep] = []
@@ -244,12 +257,16 @@ def compile_program(program: Program, engine: Engine, geometry: ShipGeometry) ->
             else:
                 steps.append(LookStep(yaw=float(action.yaw or 0.0), pitch=action.pitch))
         elif isinstance(action, UseStation):
+            wait, mark = rules.task_ticks, f"task_start:{action.station}"
+            if task_started is not None and task_started[0] == action.station:
+                wait = max(0, rules.task_ticks - (engine.tick - task_started[1]))
+                mark = f"task_resume:{action.station}"
             steps += [
                 GotoStep(pos=geometry.station_pos(action.station), range=0.6),
-                MarkStep(tag=f"task_start:{action.station}"),
+                MarkStep(tag=mark),
                 # Two ticks of margin: the marks are stamped on the world's clock, whose
                 # rounding may make a wait of exactly N ticks read as N-1.
-                WaitStep(ticks=rules.task_ticks + TASK_MARGIN_TICKS),
+                WaitStep(ticks=wait + TASK_MARGIN_TICKS),
                 MarkStep(tag=f"task_done:{action.station}"),
                 # Stations stand by the walls: turn to face into the room when done, as a
                 # player would, so the next frame shows the room rather than a wall.

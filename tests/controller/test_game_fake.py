@@ -230,3 +230,42 @@ def test_kills_respect_cooldown_even_if_agents_try(tmp_path: Path) -> None:
     for ticks in by_killer.values():
         assert all(b - a >= 2000 for a, b in zip(ticks, ticks[1:], strict=False))
     assert log_violations(events) == []
+
+
+def test_tasks_longer_than_a_step_resume_at_the_station(tmp_path: Path) -> None:
+    # 400-tick tasks with 8 s (160-tick) steps: a task needs several steps at its station.
+    config = resolve_config(
+        "quick",
+        overrides={
+            "seed": 2,
+            "step_timeout_ms": 8000,
+            "frames": "off",
+            "rules": {"task_ticks": 400, "max_steps": 30},
+        },
+    )
+    play(config, tmp_path)
+    events = read_events(tmp_path / "events.jsonl")
+    done = [ev for ev in events if ev.kind == "task_done" and not getattr(ev, "fake", True)]
+    assert done
+    resumed = [
+        m
+        for ev in events
+        if ev.kind == "program"
+        for m in getattr(ev, "events", [])
+        if m.get("tag", "").startswith("task_resume:")
+    ]
+    assert resumed
+    assert all(
+        ev.kind != "action_rejected" or "held" not in getattr(ev, "reason", "") for ev in events
+    )
+    assert log_violations(events) == []
+
+
+def test_paper_preset_tasks_complete(tmp_path: Path) -> None:
+    config = resolve_config(
+        "paper", overrides={"seed": 1, "frames": "off", "rules": {"max_steps": 30}}
+    )
+    play(config, tmp_path)
+    events = read_events(tmp_path / "events.jsonl")
+    assert any(ev.kind == "task_done" and not getattr(ev, "fake", True) for ev in events)
+    assert log_violations(events) == []
