@@ -252,3 +252,110 @@ def view_leaks(
                 ):
                     leaks.append(f"{agent} step {obs.step}: the view names {other}'s role")
     return leaks, checked
+
+
+def world_conformance(world: Any, geometry: Any, *, frames: bool = True) -> list[str]:
+    """Check that a world behaves as the step loop expects; an empty list means it does.
+
+    Starts the world with two seats in the cafeteria, then checks: poses after start;
+    a `goto` arrives and ends `ok`; `mark` events carry ticks in the program's span; a
+    `wait` longer than the timeout ends `timeout` and the bot stays put; `approach`
+    emits `reached` with both positions; teleports land; the clock never goes back;
+    and, with `frames`, pictures are 360x640x3 uint8 with JPEG bytes. The world is
+    closed by the caller.
+
+    Args:
+        world: A `controller.worlds.World`.
+        geometry: The map's `ShipGeometry` (the blocks of its map are built).
+        frames: Whether to check rendering too.
+    """
+    import math
+
+    from controller.observation import FRAME_SHAPE
+    from controller.protocol import (
+        ApproachStep,
+        GotoStep,
+        LowProgram,
+        MarkStep,
+        Teleport,
+        WaitStep,
+    )
+    from controller.worlds.base import Seat
+    from world.builder import build_blocks
+
+    problems: list[str] = []
+    a_pos, b_pos = geometry.seat_pos(0), geometry.seat_pos(4)
+    poses = world.start(
+        build_blocks(geometry.spec), [Seat("red", "Red", a_pos), Seat("blue", "Blue", b_pos)]
+    )
+    for agent, pos in (("red", a_pos), ("blue", b_pos)):
+        if agent not in poses or math.dist(poses[agent].pos, pos) > 1.5:
+            problems.append(f"start: {agent} is not at its seat")
+    tick0, _ = world.state()
+    target = geometry.room_center(geometry.station_room(geometry.station_ids()[0]))
+    report = world.run_programs(
+        {
+            "red": LowProgram(
+                steps=[
+                    MarkStep(tag="before"),
+                    GotoStep(pos=target, range=1.5),
+                    MarkStep(tag="after"),
+                ]
+            )
+        },
+        30000,
+    )
+    out = report.outcomes.get("red")
+    if out is None or out.status != "ok":
+        problems.append(f"goto: outcome {out}")
+    elif math.dist(report.players["red"].pos, target) > 1.6:
+        problems.append("goto: ended ok but away from the goal")
+    elif [e.tag for e in out.events] != ["before", "after"] or not (
+        out.start_tick <= out.events[0].tick <= out.events[1].tick <= out.end_tick
+    ):
+        problems.append(f"marks: {out.events}")
+    if report.tick < tick0:
+        problems.append("clock went back")
+    here = report.players["red"].pos
+    report = world.run_programs(
+        {
+            "red": LowProgram(
+                steps=[
+                    WaitStep(ticks=400),
+                    MarkStep(tag="never"),
+                ]
+            )
+        },
+        1000,
+    )
+    out = report.outcomes.get("red")
+    if out is None or out.status != "timeout" or any(e.tag == "never" for e in out.events):
+        problems.append(f"timeout: outcome {out}")
+    if math.dist(report.players["red"].pos, here) > 0.5:
+        problems.append("timeout: the bot moved")
+    world.teleport({"blue": Teleport(pos=geometry.seat_pos(1))})
+    report = world.run_programs(
+        {
+            "red": LowProgram(
+                steps=[
+                    ApproachStep(agent="blue", range=2.0),
+                ]
+            )
+        },
+        30000,
+    )
+    out = report.outcomes.get("red")
+    reached = [e for e in (out.events if out else []) if e.kind == "reached"]
+    if not reached or reached[0].agent != "blue" or reached[0].target_pos is None:
+        problems.append(f"approach: outcome {out}")
+    elif math.dist(reached[0].pos, reached[0].target_pos) > 2.0 + 0.5:
+        problems.append("approach: reached out of range")
+    if frames:
+        pics = world.render(["red", "blue"], None, "jpg")
+        for agent in ("red", "blue"):
+            f = pics.get(agent)
+            if f is None or f.rgb.shape != FRAME_SHAPE or str(f.rgb.dtype) != "uint8":
+                problems.append(f"render: bad frame for {agent}")
+            elif f.jpeg[:2] != b"\xff\xd8":
+                problems.append(f"render: {agent}'s JPEG bytes are not a JPEG")
+    return problems

@@ -10,7 +10,7 @@ import pytest
 
 from controller.agents.base import AgentDecision
 from controller.agents.scripted import ScriptedAgent
-from controller.checks import determinism_check, log_violations, rule_events
+from controller.checks import determinism_check, log_violations, rule_events, world_conformance
 from controller.config import GameConfig, resolve_config
 from controller.events import (
     Decision,
@@ -269,3 +269,8 @@ def test_paper_preset_tasks_complete(tmp_path: Path) -> None:
     events = read_events(tmp_path / "events.jsonl")
     assert any(ev.kind == "task_done" and not getattr(ev, "fake", True) for ev in events)
     assert log_violations(events) == []
+
+
+def test_fake_world_conforms() -> None:
+    world = FakeWorld(ShipGeometry(SPEC))
+    assert world_conformance(world, ShipGeometry(SPEC)) == []
