@@ -157,6 +157,7 @@ class MinecraftWorld:
         if self.scratch is None:
             raise WorldFault("frames are off for this world")
         if save_dir is not None:
+            save_dir = save_dir.resolve()  # Node writes the files and needs absolute paths
             save_dir.mkdir(parents=True, exist_ok=True)
         files: dict[str, dict[str, str | None]] = {}
         for agent in agents:
