@@ -324,3 +324,42 @@ def test_chat_cannot_forge_server_events_on_the_real_server(tmp_path: Path) -> N
     assert in_world and all(m["from"] == "Red" for m in in_world)
     announced = [m for m in heard if "called an emergency meeting" in m["text"]]
     assert announced and all(m["from"] is None for m in announced)
+
+
+def test_play_against_an_external_server(tmp_path: Path) -> None:
+    """`--server HOST:PORT`: a server we did not start, with `MAU_Admin` as operator."""
+    from controller.bridge import NodeBridge, free_port
+
+    server = NodeBridge(log_path=tmp_path / "external-server.log")
+    server.start()
+    try:
+        port = server.start_server(
+            "127.0.0.1", free_port(), "1.20.1", (0.5, 65.0, 0.5), 4, ops=["MAU_Admin"]
+        )
+        out = tmp_path / "run"
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "controller.cli",
+                "play",
+                "--server",
+                f"127.0.0.1:{port}",
+                "--max-steps",
+                "3",
+                "--frames",
+                "off",
+                "--quiet",
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["config"]["server"]["external"].endswith(str(port))
+    assert log_violations(out / "events.jsonl") == []
