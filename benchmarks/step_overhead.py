@@ -4,7 +4,8 @@ Plays steps in which every agent answers at once with a program that takes no
 game time (`wait 0`), on the real embedded server, so that what remains of a
 step's wall time is the controller's and the bridge's own work: building
 observations, validating and compiling programs, the round trip to Node and back,
-applying rules, computing visibility and writing the log. The same is measured on
+applying rules, computing visibility and writing the log. Frames are off here:
+rendering is measured on its own by `benchmarks/render.py`. The same is measured on
 the in-process fake world for comparison. Then a quick scripted game is played
 and its wall time printed.
 
@@ -69,6 +70,7 @@ def main() -> int:
         "quick",
         overrides={
             "seed": args.seed,
+            "frames": "off",
             "rules": {
                 "max_steps": args.steps,
                 "initial_kill_cooldown_ticks": 10**9,
