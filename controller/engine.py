@@ -201,10 +201,6 @@ class Engine:
             )
         return unlock
 
-    def unreported_bodies(self) -> list[Body]:
-        """Bodies still lying in the ship."""
-        return [b for b in self.bodies.values() if not b.cleared]
-
     def task_progress(self) -> tuple[int, int]:
         """Tasks done and assigned, over all crewmates."""
         crew = [p for p in self.players.values() if p.role == "crewmate"]

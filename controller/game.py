@@ -29,7 +29,6 @@ from controller.events import (
     GameEnd,
     GameStart,
     Kill,
-    MeetingStart,
     PlayerSnapshot,
     Positions,
     ProgramRun,
@@ -905,4 +904,4 @@ class Game:
         )
 
 
-__all__ = ["Game", "GameInvalid", "GameResult", "MeetingStart"]
+__all__ = ["Game", "GameInvalid", "GameResult"]

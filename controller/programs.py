@@ -133,10 +133,6 @@ class Program(BaseModel):
 
     actions: list[Action] = Field(default_factory=list, max_length=MAX_ACTIONS)
 
-    def dump(self) -> list[dict[str, Any]]:
-        """The actions as plain dicts (for the log)."""
-        return [a.model_dump(exclude_none=True) for a in self.actions]
-
 
 class ProgramError(ValueError):
     """A program that may not run; the message says why."""
