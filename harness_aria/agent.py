@@ -144,8 +144,9 @@ class AriaAgent:
                 assert isinstance(surveillance, SurveillanceModule)
                 await surveillance.observe(tk)
             assert isinstance(kill, KillModule)
-            if kill.pending is not None and kill.pending[1] == obs.step - 1:
-                module, choice = "KILL", Choice(module="KILL", target=kill.pending[0])
+            target = kill.scanning(obs.step)
+            if target is not None:
+                module, choice = "KILL", Choice(module="KILL", target=target)
                 result = await kill.run(tk, choice)
             else:
                 picked = await self.planner.choose(tk, self._allowed(obs))

@@ -9,6 +9,7 @@ intent.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from harness_aria.modules.base import ModuleResult, failed, text
 from harness_aria.toolkit import Choice, Toolkit
@@ -21,6 +22,13 @@ class KillModule:
 
     def __init__(self) -> None:
         self.pending: tuple[str, int] | None = None
+
+    def scanning(self, step: int) -> str | None:
+        """The target whose behind-view check is due at `step` (the ahead check was at
+        the step before), or None."""
+        if self.pending is not None and self.pending[1] == step - 1:
+            return self.pending[0]
+        return None
 
     def _target(self, tk: Toolkit, choice: Choice) -> str | None:
         obs = tk.obs
@@ -36,11 +44,10 @@ class KillModule:
     async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
         """One stage of the scan, then the strike."""
         obs = tk.obs
-        if self.pending is not None and self.pending[1] == obs.step - 1:
-            pending_target = self.pending[0]
-            self.pending = None
-            return await self._behind(tk, pending_target)
+        pending_target = self.scanning(obs.step)
         self.pending = None
+        if pending_target is not None:
+            return await self._behind(tk, pending_target)
         target = self._target(tk, choice)
         if target is None or not obs.kill_ready:
             return ModuleResult(
@@ -70,14 +77,7 @@ class KillModule:
                 narration=choice.intent or f"closing in on {target}",
                 memo=f"stalk {target} ({distance:.0f} blocks)",
             )
-        answer = await tk.ask(
-            "kill_scan",
-            tk.prompt("kill_scan"),
-            image=True,
-            target=target,
-            teammates=", ".join(obs.teammates) or "none",
-            direction="ahead of you",
-        )
+        answer = await self._scan(tk, target, "ahead of you")
         if answer is None:
             return failed(tk, "kill scan ahead")
         intent = text(answer, "intent") or choice.intent
@@ -103,16 +103,21 @@ class KillModule:
             memo=f"scan behind before killing {target}",
         )
 
-    async def _behind(self, tk: Toolkit, target: str) -> ModuleResult:
-        obs = tk.obs
-        answer = await tk.ask(
+    @staticmethod
+    async def _scan(tk: Toolkit, target: str, direction: str) -> dict[str, Any] | None:
+        """Ask the model about the current frame: who is seen, any witness, the target."""
+        return await tk.ask(
             "kill_scan",
             tk.prompt("kill_scan"),
             image=True,
             target=target,
-            teammates=", ".join(obs.teammates) or "none",
-            direction="behind you",
+            teammates=", ".join(tk.obs.teammates) or "none",
+            direction=direction,
         )
+
+    async def _behind(self, tk: Toolkit, target: str) -> ModuleResult:
+        obs = tk.obs
+        answer = await self._scan(tk, target, "behind you")
         if answer is None:
             return failed(tk, "kill scan behind")
         intent = text(answer, "intent")
