@@ -232,6 +232,23 @@ def _high_fd(fd: int) -> int:
     return new
 
 
+def terminate(proc: subprocess.Popen[bytes], name: str, wait_s: float) -> None:
+    """Stop a child we started, by its PID: SIGTERM, then SIGKILL if it ignores it.
+
+    Args:
+        proc: The child.
+        name: Its name for the log.
+        wait_s: How long SIGTERM is given before SIGKILL.
+    """
+    proc.terminate()
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        log.warning("%s pid=%d ignored SIGTERM; sending SIGKILL", name, proc.pid)
+        proc.kill()
+        proc.wait(timeout=5.0)
+
+
 class NodeBridge:
     """A supervised `node bots/main.js` child and the request/response protocol.
 
@@ -385,13 +402,7 @@ class NodeBridge:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 log.warning("node pid=%d did not exit; sending SIGTERM", proc.pid)
-                proc.terminate()
-                try:
-                    proc.wait(timeout=2.0)
-                except subprocess.TimeoutExpired:
-                    log.warning("node pid=%d ignored SIGTERM; sending SIGKILL", proc.pid)
-                    proc.kill()
-                    proc.wait(timeout=5.0)
+                terminate(proc, "node", 2.0)
         self._mark_closed("bridge closed")
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(timeout=2.0)

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from controller.bridge import _LIBC, _PR_SET_PDEATHSIG
+from controller.bridge import _LIBC, _PR_SET_PDEATHSIG, terminate
 
 log = logging.getLogger(__name__)
 
@@ -219,13 +219,7 @@ class Xvfb:
             self._closed = True
         proc = self.proc
         if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("Xvfb pid=%d ignored SIGTERM; sending SIGKILL", proc.pid)
-                proc.kill()
-                proc.wait(timeout=5.0)
+            terminate(proc, "Xvfb", timeout_s)
         elif proc is not None:
             proc.wait()
         self._close_log()
