@@ -132,7 +132,7 @@ def log_violations(events: list[Event] | str | Path) -> list[str]:
             if ev.voter in voted:
                 out.append(f"step {ev.step}: {ev.voter} voted twice")
             voted.add(ev.voter)
-            if ev.target != "skip" and status.get(ev.target) != "alive":
+            if ev.target is not None and ev.target != "skip" and status.get(ev.target) != "alive":
                 out.append(f"step {ev.step}: vote for {ev.target}, who is not alive")
         elif isinstance(ev, MeetingEnd):
             if sum(ev.tally.values()) != len(voted):

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from controller.commands import discover
 from controller.config import PRESETS, ConfigError, GameConfig, load_config_file, resolve_config
 from controller.game import Game, GameResult
 from controller.players import agent_factory, check_sides
@@ -121,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _play_parser(sub)
     _replay_parser(sub)
+    for command in discover():
+        command.add_parser(sub)
     return parser
 
 
@@ -242,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_play(args)
     if args.command == "replay":
         return cmd_replay(args)
+    for command in discover():
+        if command.name == args.command:
+            return command.run(args)
     return 2
 
 

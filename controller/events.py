@@ -17,7 +17,9 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The log's schema version. Readers accept any log of the same major version (fields
+they do not know are ignored) and refuse a newer one."""
 
 Vec3 = tuple[float, float, float]
 Role = Literal["crewmate", "impostor"]
@@ -27,7 +29,7 @@ Status = Literal["alive", "dead", "ejected"]
 class EventBase(BaseModel):
     """Fields every event carries."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     v: int = SCHEMA_VERSION
     game_id: str = ""
@@ -48,20 +50,33 @@ class GameStart(EventBase):
     preset: str
     config: dict[str, Any]
     agent_specs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    map_spec: dict[str, Any] = Field(default_factory=dict)
+    """The whole map spec as played (so editing a map file never changes an old replay)."""
+    map_sha256: str = ""
+    """sha256 of the canonical JSON of `map_spec`."""
+    source_revision: str = ""
+    """The project's source revision (git commit, `+dirty` if modified), or `unknown`."""
+    versions: dict[str, str] = Field(default_factory=dict)
+    """Python, Python packages, Node and npm packages in use."""
+    sample_interval_ticks: int = 10
+    """Interval of the free-roam pose samples in `trace` events."""
+
+
+StepPhase = Literal["free_roam", "meeting", "voting"]
 
 
 class StepStart(EventBase):
     """A step begins in a phase (`free_roam`, `meeting` or `voting`)."""
 
     kind: Literal["step_start"] = "step_start"
-    phase: str
+    phase: StepPhase
     speaker: str | None = None
 
 
 class PlayerSnapshot(BaseModel):
     """One player's ground truth at the end of a step."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     pos: Vec3
     yaw: float
@@ -69,19 +84,70 @@ class PlayerSnapshot(BaseModel):
     status: Status
 
 
+SnapshotCause = Literal["setup", "step_end", "meeting_call", "meeting_seats", "vote_end"]
+
+
 class Positions(EventBase):
-    """Every player's position, heading, room and status at the end of a step."""
+    """Every player's position, heading, room and status at one moment.
+
+    `cause` says which moment: `step_end` (where everyone was when the step's programs
+    ended; at a report or button press this is where they were when the meeting was
+    called), `meeting_seats` (after the teleport to the cafeteria), `setup`, `vote_end`.
+    """
 
     kind: Literal["positions"] = "positions"
     players: dict[str, PlayerSnapshot]
+    cause: SnapshotCause = "step_end"
+
+
+class Trace(EventBase):
+    """Poses sampled while a free-roam step's programs ran.
+
+    `ticks[i]` is the tick of sample `i`; `players[agent][i]` is `[x, y, z, yaw]` at
+    that tick (living, connected players only). Samples are at most
+    `interval` ticks apart.
+    """
+
+    kind: Literal["trace"] = "trace"
+    interval: int
+    ticks: list[int]
+    players: dict[str, list[tuple[float, float, float, float]]]
+
+
+VisibilityCause = Literal["step_end", "kill", "report", "emergency", "meeting_seats", "setup"]
 
 
 class Visibility(EventBase):
-    """Who could see whom, and which bodies, at the end of a step."""
+    """Who could perceive whom, and which bodies, at one moment.
+
+    `sees`/`bodies` are the field of view (what the first-person frame shows: a cone
+    of the renderer's horizontal FOV, the vision range, line of sight); `near`/
+    `bodies_near` are 360 degree proximity (range and line of sight whatever the
+    player faces). `cause` names the moment; for a rule event (`kill`, `report`,
+    `emergency`) `subject` is the killer, reporter or caller and the tick is the
+    event's tick.
+    """
 
     kind: Literal["visibility"] = "visibility"
     sees: dict[str, list[str]]
     bodies: dict[str, list[str]]
+    near: dict[str, list[str]] = Field(default_factory=dict)
+    bodies_near: dict[str, list[str]] = Field(default_factory=dict)
+    cause: VisibilityCause = "step_end"
+    subject: str | None = None
+
+
+ErrorKind = Literal["", "rules", "model", "infrastructure", "harness"]
+
+
+class FrameRef(BaseModel):
+    """A frame file in the run folder and its content hash."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    path: str
+    """Relative to the run folder, e.g. `frames/0007/red.jpg`."""
+    sha256: str
 
 
 class Decision(EventBase):
@@ -89,7 +155,7 @@ class Decision(EventBase):
 
     kind: Literal["decision"] = "decision"
     agent: str
-    phase: str
+    phase: StepPhase
     module: str = ""
     program: Any = Field(default_factory=list)
     vote: str | None = None
@@ -99,22 +165,34 @@ class Decision(EventBase):
     reasoning: str = ""
     narration: str = ""
     latency_ms: float = 0.0
-    error_kind: Literal["", "rules", "model", "infrastructure"] = ""
+    error_kind: ErrorKind = ""
     """Where `error` came from: the rules refused the program, the model's answer was
-    unusable, or the infrastructure failed after retries."""
+    unusable, the infrastructure failed after retries, or the harness (agent code)
+    raised."""
     calls: list[dict[str, Any]] = Field(default_factory=list)
     """Model calls behind the decision: purpose, prompt refs (style/name@hash), model,
     raw output, parsed answer, tokens in/out/cached, latency, cost, attempts, error class."""
     spec: dict[str, Any] = Field(default_factory=dict)
     """The deciding agent's ablation spec."""
+    frame: FrameRef | None = None
+    """The first-person frame the agent was given (None when frames are off)."""
+    view_text: str = ""
+    """The state-view text the agent was given (empty for agents that take none)."""
+
+
+ProgramStatus = Literal["ok", "timeout", "invalid", "failed", "cancelled"]
 
 
 class ProgramRun(EventBase):
-    """How an agent's dispatched program ended in the world."""
+    """How an agent's dispatched program ended in the world.
+
+    `cancelled` means the rules stopped it: its player was killed, or a meeting was
+    called (`reason` says which).
+    """
 
     kind: Literal["program"] = "program"
     agent: str
-    status: str
+    status: ProgramStatus
     reason: str = ""
     start_tick: int
     end_tick: int
@@ -146,6 +224,27 @@ class ActionRejected(EventBase):
     reason: str
 
 
+class TaskStart(EventBase):
+    """A player began standing at one of its stations (or an impostor at any, faking)."""
+
+    kind: Literal["task_start"] = "task_start"
+    agent: str
+    station: int
+    room: str
+    fake: bool = False
+
+
+class TaskInterrupted(EventBase):
+    """A task in progress was lost: its player left the station, was killed, or a
+    meeting was called. Progress is never carried over; the task starts again."""
+
+    kind: Literal["task_interrupted"] = "task_interrupted"
+    agent: str
+    station: int
+    reason: Literal["left_station", "meeting", "killed", "step_end"]
+    held_ticks: int
+
+
 class TaskDone(EventBase):
     """A player stood at a station for the full task time (`fake` for impostors)."""
 
@@ -156,6 +255,8 @@ class TaskDone(EventBase):
     fake: bool
     done: int
     total: int
+    start_tick: int | None = None
+    """Tick at which the player started standing at the station."""
 
 
 class Report(EventBase):
@@ -189,21 +290,35 @@ class MeetingStart(EventBase):
 
 
 class Speech(EventBase):
-    """A player spoke in a meeting (or passed its turn, `text` empty)."""
+    """A player spoke in a meeting, passed its turn (`passed`, `text` empty), or its
+    turn failed (`failed`: the agent could not produce a usable turn; never a pass)."""
 
     kind: Literal["speech"] = "speech"
     speaker: str
     text: str
     utterance: int
     passed: bool = False
+    failed: bool = False
+    error_kind: ErrorKind = ""
+    error: str = ""
 
 
 class Vote(EventBase):
-    """A ballot: a player's id or `skip`."""
+    """A ballot: a player's id or `skip`; or an abstention (`target` None).
+
+    A ballot the agent failed to cast (`failed`, with `error_kind` and `error`) is an
+    abstention: it counts for nobody and never as a skip.
+    """
 
     kind: Literal["vote"] = "vote"
     voter: str
-    target: str
+    target: str | None
+    failed: bool = False
+    error_kind: ErrorKind = ""
+    error: str = ""
+
+
+MeetingOutcome = Literal["ejected", "tie", "skipped", "no_votes"]
 
 
 class MeetingEnd(EventBase):
@@ -213,7 +328,9 @@ class MeetingEnd(EventBase):
     index: int
     tally: dict[str, int]
     ejected: str | None
-    outcome: Literal["ejected", "tie", "skipped", "no_votes"]
+    outcome: MeetingOutcome
+    abstained: list[str] = Field(default_factory=list)
+    """Voters whose ballot counted for nobody (failed or abstained)."""
 
 
 class Eject(EventBase):
@@ -248,25 +365,34 @@ class Reconnect(EventBase):
     reason: str = ""
 
 
+EndingName = Literal["impostors_outnumber", "impostors_ejected", "tasks_done", "timeout", "invalid"]
+
+
 class GameEnd(EventBase):
     """The game is over."""
 
     kind: Literal["game_end"] = "game_end"
     winner: Literal["crew", "impostors"] | None
-    ending: str
+    ending: EndingName
     status: Literal["ok", "invalid"]
     reason: str = ""
+    flags: list[str] = Field(default_factory=list)
+    """Reasons to distrust an `ok` game's numbers, e.g. `harness_errors` (agent code
+    raised during the game)."""
 
 
 Event = Annotated[
     GameStart
     | StepStart
     | Positions
+    | Trace
     | Visibility
     | Decision
     | ProgramRun
     | Kill
     | ActionRejected
+    | TaskStart
+    | TaskInterrupted
     | TaskDone
     | Report
     | Emergency
@@ -283,6 +409,42 @@ Event = Annotated[
 ]
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+KNOWN_KINDS: frozenset[str] = frozenset(
+    m.model_fields["kind"].default
+    for m in (
+        GameStart,
+        StepStart,
+        Positions,
+        Trace,
+        Visibility,
+        Decision,
+        ProgramRun,
+        Kill,
+        ActionRejected,
+        TaskStart,
+        TaskInterrupted,
+        TaskDone,
+        Report,
+        Emergency,
+        MeetingStart,
+        Speech,
+        Vote,
+        MeetingEnd,
+        Eject,
+        ServerMessage,
+        Disconnect,
+        Reconnect,
+        GameEnd,
+    )
+)
+
+
+class LogVersionError(ValueError):
+    """The log was written by a newer schema than this reader understands."""
+
+
+class LogExistsError(FileExistsError):
+    """An event log is already there: a game never appends to another game's log."""
 
 
 class EventLog:
@@ -296,7 +458,13 @@ class EventLog:
         self.path = path
         self.game_id = game_id
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] = path.open("a", encoding="utf-8")
+        try:
+            self._fh: IO[str] = path.open("x", encoding="utf-8")
+        except FileExistsError as exc:
+            raise LogExistsError(
+                f"{path} already holds a game's log; use a new --out folder "
+                "(a game never appends to an existing log)"
+            ) from exc
         self.events: list[Event] = []
 
     def write(self, event: EventBase) -> EventBase:
@@ -323,6 +491,9 @@ def iter_events(path: str | Path) -> Iterator[Event]:
     """Read a log back as typed events.
 
     A truncated last line (a crash mid-write) is skipped; any other bad line raises.
+    Fields this reader does not know are ignored, and so are events of a kind it
+    does not know (both come from a newer minor revision of the same schema); a
+    log of a newer schema version raises `LogVersionError`.
     """
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     for i, line in enumerate(lines):
@@ -334,6 +505,14 @@ def iter_events(path: str | Path) -> Iterator[Event]:
             if i == len(lines) - 1:
                 return
             raise
+        v = data.get("v", 1)
+        if isinstance(v, int) and v > SCHEMA_VERSION:
+            raise LogVersionError(
+                f"{path}: line {i + 1} has schema version {v}, newer than this reader's "
+                f"{SCHEMA_VERSION}; upgrade mineamongus to read it"
+            )
+        if data.get("kind") not in KNOWN_KINDS:
+            continue
         yield EVENT_ADAPTER.validate_python(data)
 
 

@@ -95,8 +95,72 @@ class Sighting(BaseModel):
     room: str
 
 
+class TaskProgress(BaseModel):
+    """A task the player is standing at and has not finished."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    station: int
+    room: str
+    ticks_done: int
+    ticks_needed: int
+
+
+class MeetingRecord(BaseModel):
+    """An earlier meeting, as every participant saw it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: int
+    step: int
+    trigger: Literal["report", "emergency"]
+    caller: str
+    victim: str | None
+    body_room: str | None
+    ejected: str | None
+    outcome: Literal["ejected", "tie", "skipped", "no_votes"]
+    votes: dict[str, str | None]
+    """Voter -> target (`skip`, a player, or None for an abstention)."""
+    ejected_role: Role | None = None
+    """Only when the rules announce ejected roles (`rules.confirm_ejects`)."""
+
+
+class OwnAction(BaseModel):
+    """Something this agent itself did (its own memory of its actions)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step: int
+    tick: int
+    kind: Literal[
+        "moved",
+        "task_started",
+        "task_done",
+        "task_interrupted",
+        "killed",
+        "reported",
+        "pressed_button",
+        "spoke",
+        "voted",
+        "program_ended",
+    ]
+    room: str | None = None
+    target: str | None = None
+    station: int | None = None
+    detail: str = ""
+    """e.g. the rooms passed through for `moved`, the program's status and reason."""
+
+
 class Observation(BaseModel):
-    """One living agent's view at the end of a step, before it decides."""
+    """One living agent's view at the end of a step, before it decides.
+
+    Perception comes in two strengths (see `controller.perception`): `visible_*`
+    is what is inside the camera's field of view now; `nearby_*` is everything in
+    range all around (line of sight permitting). `last_seen`/`bodies_seen` hold only
+    field-of-view sightings made in free roam: the meeting teleport never overwrites
+    them. `roster` is every player's last position as the server knows it (what a
+    privileged view may show; an ego view never does).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
@@ -121,7 +185,27 @@ class Observation(BaseModel):
     last_seen: dict[str, Sighting] = Field(default_factory=dict)
     bodies_seen: dict[str, Sighting] = Field(default_factory=dict)
     chat: list[ChatEntry] = Field(default_factory=list)
+    """Chat since this agent's previous observation."""
     meeting: MeetingView | None = None
+    nearby_players: dict[str, Vec3] = Field(default_factory=dict)
+    """Players in range all around (360 degrees, line of sight), whatever it faces."""
+    nearby_bodies: dict[str, Vec3] = Field(default_factory=dict)
+    """Bodies in range all around (360 degrees, line of sight)."""
+    roster: dict[str, Sighting] = Field(default_factory=dict)
+    """Every other player's current position as the server knows it (privileged only)."""
+    meeting_chat: list[ChatEntry] = Field(default_factory=list)
+    """The whole chat of the current meeting (empty outside meetings)."""
+    past_meetings: list[MeetingRecord] = Field(default_factory=list)
+    """Every earlier meeting's outcome and votes, oldest first."""
+    task_progress: TaskProgress | None = None
+    """The task this player is standing at, if one is in progress."""
+    own_actions: list[OwnAction] = Field(default_factory=list)
+    """What this agent did since its previous observation (route, tasks, kills, ...)."""
+    dead_bodies_rooms: dict[str, str] = Field(default_factory=dict)
+    """Victim -> room of the body, for bodies this agent has been told about (the
+    reported body in a meeting) or has seen."""
+    frame_sha256: str | None = None
+    """sha256 of the saved frame file, if one was saved."""
     rgb: np.ndarray | None = None
     """First-person frame, uint8 of shape (360, 640, 3); None when frames are off."""
     jpeg: bytes | None = None

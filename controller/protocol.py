@@ -11,7 +11,10 @@ Conventions:
     * Yaw is in degrees, Minecraft convention: 0 faces +Z (south), 90 faces -X
       (west), 180 faces -Z (north), 270 faces +X (east). Pitch is in degrees,
       positive looks down.
-    * Ticks are 1/20 s on the world's own monotonic clock.
+    * Ticks are 1/20 s of *game time*: a world's clock advances only while it plays
+      a batch of programs (`World.run_programs`), never while agents decide, frames
+      render or the controller waits, so a slow model cannot burn cooldowns,
+      lockouts or meeting time.
 """
 
 from __future__ import annotations
@@ -116,7 +119,9 @@ class ProgramEvent(_Shape):
     text: str | None = None
 
 
-ProgramStatus = Literal["ok", "timeout", "invalid", "failed"]
+ProgramStatus = Literal["ok", "timeout", "invalid", "failed", "cancelled"]
+"""`cancelled`: the rules stopped the program mid-run (its player was killed, or a
+meeting was called); `reason` says which."""
 
 
 class ProgramOutcome(_Shape):
@@ -139,12 +144,33 @@ class PlayerPose(_Shape):
     connected: bool = True
 
 
+class PoseSample(_Shape):
+    """Every connected player's pose at one tick while a batch ran."""
+
+    tick: int
+    players: dict[str, PlayerPose]
+
+
 class StepReport(_Shape):
     """What a world returns after running one batch of programs."""
 
     tick: int
     outcomes: dict[str, ProgramOutcome]
     players: dict[str, PlayerPose]
+    samples: list[PoseSample] = Field(default_factory=list)
+    """Poses at most `sample_interval` ticks apart while the batch ran (first at the
+    batch's start, last at its end)."""
+
+
+class RuleDirective(_Shape):
+    """The rules' answer to a program event reported mid-batch."""
+
+    cancel: list[str] = Field(default_factory=list)
+    """Stop these players' programs at once (status `cancelled`), e.g. a kill's victim."""
+    freeze: bool = False
+    """A meeting was called: stop every program in the batch at once."""
+    reason: str = ""
+    """Why (goes into each cancelled outcome's `reason`)."""
 
 
 class BlockPlacement(_Shape):

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
 import numpy as np
 
-from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
+from controller.protocol import (
+    BlockPlacement,
+    LowProgram,
+    PlayerPose,
+    ProgramEvent,
+    RuleDirective,
+    StepReport,
+    Teleport,
+    Vec3,
+)
+
+Arbiter = Callable[[str, ProgramEvent, dict[str, PlayerPose]], RuleDirective | None]
+"""Called by a world for each `mark` and `reached` event the moment it happens, in
+tick order, with the acting agent, the event and every connected player's pose at
+that tick; its answer cancels programs (a kill's victim) or freezes the batch (a
+meeting was called)."""
 
 
 class WorldFault(RuntimeError):
@@ -56,8 +72,19 @@ class World(Protocol):
         """Build the map, bring every seat in, and return their poses."""
         ...
 
-    def run_programs(self, programs: dict[str, LowProgram], timeout_ms: int) -> StepReport:
-        """Run one batch of programs concurrently; return when all finished or timed out."""
+    def run_programs(
+        self,
+        programs: dict[str, LowProgram],
+        timeout_ms: int,
+        arbiter: Arbiter | None = None,
+        sample_interval: int = 10,
+    ) -> StepReport:
+        """Run one batch of programs concurrently; return when all finished or timed out.
+
+        The game clock advances only while the batch plays. Poses are sampled at most
+        `sample_interval` ticks apart into `StepReport.samples`. Each `mark` and
+        `reached` event goes to `arbiter` as it happens; its directive is applied at once.
+        """
         ...
 
     def teleport(self, moves: dict[str, Teleport]) -> dict[str, PlayerPose]:

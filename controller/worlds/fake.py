@@ -32,7 +32,7 @@ from controller.protocol import (
     Vec3,
     WaitStep,
 )
-from controller.worlds.base import Frame, FrameFormat, Seat, WorldEvent, WorldFault
+from controller.worlds.base import Arbiter, Frame, FrameFormat, Seat, WorldEvent, WorldFault
 from controller.worlds.sketch import encode, save, sketch
 from world.geometry import ShipGeometry, yaw_towards
 
@@ -93,7 +93,13 @@ class FakeWorld:
             self.players[seat.agent] = _Body(pos=seat.pos, yaw=seat.yaw)
         return self._poses()
 
-    def run_programs(self, programs: dict[str, LowProgram], timeout_ms: int) -> StepReport:
+    def run_programs(
+        self,
+        programs: dict[str, LowProgram],
+        timeout_ms: int,
+        arbiter: Arbiter | None = None,
+        sample_interval: int = 10,
+    ) -> StepReport:
         """Run programs in lock-step until all finish or the timeout passes."""
         start = self.tick
         runs: dict[str, _Run] = {}

@@ -18,7 +18,7 @@ from controller.bridge import BridgeError, NodeBridge, free_port
 from controller.config import ServerConfig
 from controller.observation import FRAME_SHAPE
 from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
-from controller.worlds.base import Frame, FrameFormat, Seat, WorldEvent, WorldFault
+from controller.worlds.base import Arbiter, Frame, FrameFormat, Seat, WorldEvent, WorldFault
 from controller.xvfb import Xvfb, XvfbError
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,13 @@ class MinecraftWorld:
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc
 
-    def run_programs(self, programs: dict[str, LowProgram], timeout_ms: int) -> StepReport:
+    def run_programs(
+        self,
+        programs: dict[str, LowProgram],
+        timeout_ms: int,
+        arbiter: Arbiter | None = None,
+        sample_interval: int = 10,
+    ) -> StepReport:
         """Run a batch of programs on the bots."""
         try:
             return self._b().run_programs(programs, timeout_ms)

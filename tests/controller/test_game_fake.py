@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -196,14 +197,15 @@ def test_invalid_programs_are_recorded_not_replaced(
 
 def game_roles(config: GameConfig) -> dict[str, str]:
     geometry = ShipGeometry(SPEC)
-    game = Game(
-        config,
-        SPEC,
-        FakeWorld(geometry),
-        {a: ScriptedAgent(a, geometry, 0) for a in config.agent_ids()},
-        Path("/tmp/mau-roles-probe"),
-    )
-    game.log.close()
+    with tempfile.TemporaryDirectory(prefix="mau-roles-probe-") as tmp:
+        game = Game(
+            config,
+            SPEC,
+            FakeWorld(geometry),
+            {a: ScriptedAgent(a, geometry, 0) for a in config.agent_ids()},
+            Path(tmp),
+        )
+        game.log.close()
     return dict(game.engine.roles())
 
 
