@@ -40,6 +40,10 @@ class AgentDecision:
     """One record per model call (prompt refs, raw output, tokens, latency, cost, error)."""
     spec: dict[str, Any] = field(default_factory=dict)
     """The agent's ablation spec, written beside every decision."""
+    view_text: str = ""
+    """The state-view text the agent gave its model (logged on the decision)."""
+    abstain: bool = False
+    """Voting only: the agent deliberately casts no ballot (neither a player nor skip)."""
 
 
 class Agent(Protocol):
