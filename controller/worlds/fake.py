@@ -23,6 +23,7 @@ from controller.protocol import (
     LowStep,
     MarkStep,
     PlayerPose,
+    PoseSample,
     ProgramEvent,
     ProgramOutcome,
     ProgramStatus,
@@ -84,6 +85,9 @@ class FakeWorld:
         self._events: list[WorldEvent] = []
         self._pending_drop: dict[str, str] = {}
         self.refuse_reconnect: set[str] = set()
+        self._arbiter: Arbiter | None = None
+        self._runs: dict[str, _Run] = {}
+        self._frozen = False
 
     # ------------------------------------------------------------------ world API
     def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
@@ -100,9 +104,19 @@ class FakeWorld:
         arbiter: Arbiter | None = None,
         sample_interval: int = 10,
     ) -> StepReport:
-        """Run programs in lock-step until all finish or the timeout passes."""
+        """Run programs in lock-step until all finish, the timeout passes or the batch freezes.
+
+        Instant steps (look, turn, chat, mark) cost no tick; movement happens between
+        ticks, so a batch whose programs are all instant leaves the clock where it was.
+        Each `mark` and `reached` event goes to `arbiter` at once, with every connected
+        player's pose at that moment; its directive ends programs before the next step.
+        """
+        if sample_interval < 1:
+            raise ValueError(f"sample_interval must be at least 1 tick, got {sample_interval}")
         start = self.tick
-        runs: dict[str, _Run] = {}
+        self._arbiter = arbiter
+        self._frozen = False
+        self._runs = runs = {}
         for agent in sorted(programs):
             run = _Run(steps=list(programs[agent].steps), start_tick=start)
             body = self.players.get(agent)
@@ -114,18 +128,26 @@ class FakeWorld:
                 self._events.append(WorldEvent("disconnect", agent, reason))
                 run.status, run.reason, run.end_tick = "failed", "disconnected", start
             runs[agent] = run
-        for run_agent, run in runs.items():
-            if run.status is None:
-                self._advance(run_agent, run)
+        samples = [self._sample()]
+        self._step_all(moving=False)
         limit = max(1, timeout_ms // TICK_MS)
-        while any(r.status is None for r in runs.values()) and self.tick - start < limit:
+        while (
+            not self._frozen
+            and any(r.status is None for r in runs.values())
+            and self.tick - start < limit
+        ):
             self.tick += 1
-            for agent, run in runs.items():
-                if run.status is None:
-                    self._advance(agent, run)
+            self._step_all(moving=True)
+            if (self.tick - start) % sample_interval == 0:
+                samples.append(self._sample())
         for run in runs.values():
             if run.status is None:
                 run.status, run.reason, run.end_tick = "timeout", "step timeout", self.tick
+        if samples[-1].tick != self.tick or samples[-1].players != self._connected_poses():
+            if samples[-1].tick == self.tick:
+                samples.pop()
+            samples.append(self._sample())
+        self._arbiter, self._runs = None, {}
         outcomes = {
             agent: ProgramOutcome(
                 status=run.status or "ok",
@@ -137,14 +159,45 @@ class FakeWorld:
             )
             for agent, run in runs.items()
         }
-        return StepReport(tick=self.tick, outcomes=outcomes, players=self._poses())
+        return StepReport(tick=self.tick, outcomes=outcomes, players=self._poses(), samples=samples)
+
+    def _step_all(self, *, moving: bool) -> None:
+        """Give every running program its share of the current tick, in seat order."""
+        for agent, run in self._runs.items():
+            if self._frozen:
+                return
+            if run.status is None:
+                self._advance(agent, run, moving=moving)
+
+    def _emit(self, agent: str, run: _Run, event: ProgramEvent) -> None:
+        """Record a program event and, for rule events, apply the arbiter's directive now."""
+        run.events.append(event)
+        if self._arbiter is None or event.kind == "chat":
+            return
+        poses = self._connected_poses()
+        directive = self._arbiter(agent, event, poses)
+        if directive is None:
+            return
+        reason = directive.reason or ("meeting" if directive.freeze else "cancelled")
+        targets = list(self._runs) if directive.freeze else directive.cancel
+        for target in targets:
+            victim = self._runs.get(target)
+            if victim is not None and victim.status is None:
+                self._finish(victim, "cancelled", reason)
+        if directive.freeze:
+            self._frozen = True
+
+    def _sample(self) -> PoseSample:
+        return PoseSample(tick=self.tick, players=self._connected_poses())
+
+    def _connected_poses(self) -> dict[str, PlayerPose]:
+        return {a: b.pose() for a, b in sorted(self.players.items()) if b.connected}
 
     def teleport(self, moves: dict[str, Teleport]) -> dict[str, PlayerPose]:
         """Move players at once."""
         for agent, move in moves.items():
             body = self.players[agent]
             body.pos, body.yaw = move.pos, move.yaw
-        self.tick += 1
         return self._poses()
 
     def set_blocks(self, blocks: list[BlockPlacement]) -> None:
@@ -217,10 +270,18 @@ class FakeWorld:
     def _finish(self, run: _Run, status: ProgramStatus, reason: str = "") -> None:
         run.status, run.reason, run.end_tick = status, reason, self.tick
 
-    def _advance(self, agent: str, run: _Run) -> None:
-        """Spend one tick on this program (instant steps cost no tick)."""
+    def _advance(self, agent: str, run: _Run, *, moving: bool) -> None:
+        """Spend the current tick on this program.
+
+        Instant steps run at once; then at most one tick of walking or waiting, and
+        none at the batch's first tick (`moving` False), so time and movement agree:
+        a walk of n ticks ends n ticks after it began.
+        """
         body = self.players[agent]
+        spent = not moving
         while run.index < len(run.steps):
+            if run.status is not None:
+                return
             step = run.steps[run.index]
             if isinstance(step, LookStep):
                 body.yaw, body.pitch = step.yaw % 360.0, step.pitch
@@ -228,19 +289,26 @@ class FakeWorld:
                 body.yaw = (body.yaw + step.yaw) % 360.0
             elif isinstance(step, ChatStep):
                 self.chat.append((agent, step.text))
-                run.events.append(
-                    ProgramEvent(kind="chat", tick=self.tick, pos=body.pos, text=step.text)
+                self._emit(
+                    agent,
+                    run,
+                    ProgramEvent(kind="chat", tick=self.tick, pos=body.pos, text=step.text),
                 )
             elif isinstance(step, MarkStep):
-                run.events.append(
-                    ProgramEvent(kind="mark", tick=self.tick, pos=body.pos, tag=step.tag)
+                self._emit(
+                    agent,
+                    run,
+                    ProgramEvent(kind="mark", tick=self.tick, pos=body.pos, tag=step.tag),
                 )
             elif isinstance(step, WaitStep):
-                if run.counter >= step.ticks:
-                    run.counter = 0
-                else:
+                if run.counter < step.ticks:
+                    if spent:
+                        return
                     run.counter += 1
-                    return
+                    spent = True
+                    if run.counter < step.ticks:
+                        return
+                run.counter = 0
             elif isinstance(step, GotoStep):
                 if math.dist(body.pos, step.pos) > step.range:
                     if run.waypoints is None:
@@ -248,7 +316,10 @@ class FakeWorld:
                         if run.waypoints is None:
                             self._finish(run, "failed", "no path")
                             return
+                    if spent:
+                        return
                     self._walk(body, run.waypoints)
+                    spent = True
                     if math.dist(body.pos, step.pos) > step.range and run.waypoints:
                         return
                     if math.dist(body.pos, step.pos) > step.range:
@@ -261,23 +332,30 @@ class FakeWorld:
                     self._finish(run, "failed", f"player {step.agent} not found")
                     return
                 near = step.distance if isinstance(step, FollowStep) else step.range
-                if math.dist(body.pos, target.pos) > near:
-                    route = self._route(body.pos, target.pos)
-                    if route is None:
-                        self._finish(run, "failed", "no path")
+                far = math.dist(body.pos, target.pos) > near
+                if isinstance(step, FollowStep) or far:
+                    if spent:
                         return
-                    self._walk(body, route)
+                    if far:
+                        route = self._route(body.pos, target.pos)
+                        if route is None:
+                            self._finish(run, "failed", "no path")
+                            return
+                        self._walk(body, route)
+                    spent = True
                 if isinstance(step, ApproachStep):
                     if math.dist(body.pos, target.pos) > step.range:
                         return
-                    run.events.append(
+                    self._emit(
+                        agent,
+                        run,
                         ProgramEvent(
                             kind="reached",
                             tick=self.tick,
                             pos=body.pos,
                             agent=step.agent,
                             target_pos=target.pos,
-                        )
+                        ),
                     )
                 else:
                     run.counter += 1
@@ -285,7 +363,8 @@ class FakeWorld:
                         return
                     run.counter = 0
             run.index += 1
-        self._finish(run, "ok")
+        if run.status is None:
+            self._finish(run, "ok")
 
     def _route(self, a: Vec3, b: Vec3) -> list[Vec3] | None:
         cells = self.geometry.path(a, b)
