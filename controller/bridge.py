@@ -36,16 +36,29 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
+from controller.protocol import (
+    BlockPlacement,
+    LowProgram,
+    PlayerPose,
+    PoseSample,
+    ProgramEvent,
+    RuleDirective,
+    StepReport,
+    Teleport,
+    Vec3,
+)
 
 log = logging.getLogger(__name__)
+
+BatchArbiter = Callable[[str, ProgramEvent, dict[str, PlayerPose]], RuleDirective | None]
+"""The rules' hook into a running batch (same shape as `controller.worlds.base.Arbiter`)."""
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """Repository root: holds `bots/main.js` and `node_modules/`."""
@@ -123,11 +136,18 @@ class BridgeState(NamedTuple):
 class _Pending:
     """One request waiting for its response."""
 
-    __slots__ = ("done", "response")
+    __slots__ = ("done", "notify", "response")
 
-    def __init__(self) -> None:
+    def __init__(self, notify: queue.SimpleQueue[dict[str, Any] | None] | None = None) -> None:
         self.done = threading.Event()
         self.response: dict[str, Any] | None = None
+        self.notify = notify
+        """Also told (with None) when the answer arrives: the batch inbox of `run_programs`."""
+
+    def finish(self) -> None:
+        self.done.set()
+        if self.notify is not None:
+            self.notify.put(None)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -289,6 +309,7 @@ class NodeBridge:
         self._log_fh: IO[bytes] | None = None
         self._close_lock = threading.Lock()
         self._close_started = False
+        self._batch_inbox: queue.SimpleQueue[dict[str, Any] | None] | None = None
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -441,7 +462,7 @@ class NodeBridge:
                 self._closed.set()
             pending = list(self._pending.values())
         for p in pending:
-            p.done.set()
+            p.finish()
 
     def _read_loop(self) -> None:
         stream = self._resp_r
@@ -474,6 +495,12 @@ class NodeBridge:
         if "event" in msg:
             if msg["event"] == "ready":
                 self._ready.set()
+            elif msg["event"] == "program_event":
+                inbox = self._batch_inbox
+                if inbox is None:
+                    log.warning("program event outside a batch: %r", line[:300])
+                else:
+                    inbox.put(msg)
             else:
                 self._events.put(msg)
             return
@@ -484,7 +511,7 @@ class NodeBridge:
             log.warning("response for unknown or abandoned request: %r", line[:300])
             return
         pending.response = msg
-        pending.done.set()
+        pending.finish()
 
     def request(
         self, op: str, args: Mapping[str, Any] | None = None, timeout_s: float = 30.0
@@ -508,12 +535,22 @@ class NodeBridge:
                 its late answer is dropped).
             BridgeClosed: The Node process is gone.
         """
+        req_id, pending = self._submit(op, args)
+        return self._await(op, req_id, pending, timeout_s)
+
+    def _submit(
+        self,
+        op: str,
+        args: Mapping[str, Any] | None,
+        notify: queue.SimpleQueue[dict[str, Any] | None] | None = None,
+    ) -> tuple[int, _Pending]:
+        """Write one request; the answer is awaited with `_await`."""
         if self.proc is None:
             raise BridgeClosed("bridge not started")
         if self._closed.is_set():
             raise BridgeClosed(self._with_log(f"cannot send {op}: {self._close_reason}"))
         req_id = next(self._ids)
-        pending = _Pending()
+        pending = _Pending(notify)
         with self._lock:
             self._pending[req_id] = pending
         data = (json.dumps({"id": req_id, "op": op, "args": dict(args or {})}) + "\n").encode()
@@ -533,6 +570,10 @@ class NodeBridge:
             with self._lock:
                 self._pending.pop(req_id, None)
             raise
+        return req_id, pending
+
+    def _await(self, op: str, req_id: int, pending: _Pending, timeout_s: float) -> dict[str, Any]:
+        """Wait for the answer of a submitted request and unpack it (see `request`)."""
         if not pending.done.wait(timeout_s):
             with self._lock:
                 self._pending.pop(req_id, None)
@@ -655,28 +696,100 @@ class NodeBridge:
         programs: Mapping[str, LowProgram],
         timeout_ms: int,
         *,
+        arbiter: BatchArbiter | None = None,
+        sample_interval: int = 10,
         margin_s: float = 15.0,
     ) -> StepReport:
         """Run each bot's steps concurrently; bots without a program stand still.
 
+        The game clock runs only during this call. With an `arbiter`, every `mark` and
+        `reached` event is handed to it here, in the calling thread, the moment Node
+        reports it (with every connected bot's pose at that tick); its directive goes
+        straight back and Node applies it before the acting bot's next step. If the
+        arbiter raises, the batch is frozen and the exception propagates once Node
+        has answered.
+
         Args:
             programs: Low-level program per agent id.
             timeout_ms: Deadline of every program (its steps are then cancelled).
+            arbiter: Called for each rule event; None streams nothing.
+            sample_interval: Most ticks between two pose samples.
             margin_s: Extra time allowed for the round trip beyond `timeout_ms`.
 
         Returns:
-            Every program's outcome and every bot's pose afterwards.
+            Every program's outcome, every bot's pose afterwards and the pose samples.
         """
+        if sample_interval < 1:
+            raise BridgeError(
+                "bad_request", f"sample_interval must be at least 1 tick, got {sample_interval}"
+            )
         payload = {
             agent: [step.model_dump(mode="json") for step in program.steps]
             for agent, program in programs.items()
         }
-        result = self.request(
-            "run_programs",
-            {"programs": payload, "timeout_ms": timeout_ms},
-            timeout_s=timeout_ms / 1000.0 + margin_s,
-        )
-        return StepReport.model_validate(result)
+        args = {
+            "programs": payload,
+            "timeout_ms": timeout_ms,
+            "sample_interval": sample_interval,
+            "arbiter": arbiter is not None,
+        }
+        inbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        timeout_s = timeout_ms / 1000.0 + margin_s
+        failure: BaseException | None = None
+        self._batch_inbox = inbox
+        try:
+            req_id, pending = self._submit("run_programs", args, notify=inbox)
+            deadline = time.monotonic() + timeout_s
+            # Until the answer's marker (None): every event queued before it is handled,
+            # even one whose program was cut short by its timeout.
+            while True:
+                try:
+                    msg = inbox.get(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    if time.monotonic() >= deadline:
+                        break
+                    continue
+                if msg is None:
+                    break
+                failure = self._arbitrate(msg, arbiter, failure)
+            result = self._await("run_programs", req_id, pending, 0.0)
+        finally:
+            self._batch_inbox = None
+        if failure is not None:
+            raise failure
+        return step_report(result)
+
+    def _arbitrate(
+        self,
+        msg: dict[str, Any],
+        arbiter: BatchArbiter | None,
+        failure: BaseException | None,
+    ) -> BaseException | None:
+        """Answer one `program_event` with the arbiter's directive; returns any failure."""
+        directive: RuleDirective | None = None
+        if arbiter is not None and failure is None:
+            try:
+                event = ProgramEvent.model_validate(msg["data"])
+                poses = {
+                    str(a): PlayerPose.model_validate(p)
+                    for a, p in dict(msg.get("players") or {}).items()
+                }
+                directive = arbiter(str(msg["agent"]), event, poses)
+            except Exception as exc:  # noqa: BLE001 - re-raised after the batch stops
+                failure = exc
+        if failure is not None:
+            directive = RuleDirective(freeze=True, reason=f"controller error: {failure}")
+        directive = directive or RuleDirective()
+        args = {"batch": msg.get("batch"), "seq": msg.get("seq"), **directive.model_dump()}
+        try:
+            self.request("directive", args, timeout_s=10.0)
+        except BridgeError as exc:
+            if exc.type != "bad_state":
+                raise
+            # The batch ended (its timeout) while the event was on its way: nothing
+            # is left to cancel; the report says how each program ended.
+            log.warning("directive for event %s came after its batch: %s", msg.get("seq"), exc)
+        return failure
 
     def teleport(
         self, moves: Mapping[str, Teleport], *, timeout_s: float = 30.0
@@ -786,6 +899,28 @@ class NodeBridge:
             {"agents": list(agents), "files": payload, "quality": quality},
             timeout_s=timeout_s,
         )
+
+
+def step_report(result: Mapping[str, Any]) -> StepReport:
+    """A `StepReport` from Node's `run_programs` result (samples in compact form)."""
+    data = dict(result)
+    return StepReport.model_validate({**data, "samples": _samples(data.pop("samples", None))})
+
+
+def _samples(compact: Any) -> list[PoseSample]:
+    """Pose samples from Node's compact form (see docs/bridge-protocol.md)."""
+    if not compact:
+        return []
+    agents = [str(a) for a in compact["agents"]]
+    out: list[PoseSample] = []
+    for tick, row in zip(compact["ticks"], compact["poses"], strict=True):
+        players = {
+            agent: PlayerPose(pos=(p[0], p[1], p[2]), yaw=p[3], pitch=p[4])
+            for agent, p in zip(agents, row, strict=True)
+            if p is not None
+        }
+        out.append(PoseSample(tick=int(tick), players=players))
+    return out
 
 
 def _poses(result: Mapping[str, Any]) -> dict[str, PlayerPose]:
