@@ -22,8 +22,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import fcntl
 import itertools
 import json
@@ -54,6 +52,9 @@ from controller.protocol import (
     Teleport,
     Vec3,
 )
+from controller.supervise import Readiness, Supervised, spawn
+from controller.supervise import tail as log_tail
+from controller.supervise import terminate as terminate  # re-exported for older imports
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,6 @@ REQUIRED_NODE_PACKAGES = (
 MIN_NODE_MAJOR = 20
 _CHILD_REQUEST_FD = 3
 _CHILD_RESPONSE_FD = 4
-_PR_SET_PDEATHSIG = 1
-_LOG_TAIL_LINES = 30
 
 
 class BridgeError(Exception):
@@ -221,52 +220,11 @@ def check_node_modules(root: Path) -> Path:
     return modules
 
 
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """Last lines of a log file (best effort)."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 16384))
-            text = fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _load_libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name or "libc.so.6", use_errno=True)
-    except OSError:
-        return None
-
-
-_LIBC = _load_libc()
-
-
 def _high_fd(fd: int) -> int:
     """Move `fd` to a number >= 10 (close-on-exec) so the child's dup2 to 3/4 cannot clash."""
     new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(fd)
     return new
-
-
-def terminate(proc: subprocess.Popen[bytes], name: str, wait_s: float) -> None:
-    """Stop a child we started, by its PID: SIGTERM, then SIGKILL if it ignores it.
-
-    Args:
-        proc: The child.
-        name: Its name for the log.
-        wait_s: How long SIGTERM is given before SIGKILL.
-    """
-    proc.terminate()
-    try:
-        proc.wait(timeout=wait_s)
-    except subprocess.TimeoutExpired:
-        log.warning("%s pid=%d ignored SIGTERM; sending SIGKILL", name, proc.pid)
-        proc.kill()
-        proc.wait(timeout=5.0)
 
 
 class NodeBridge:
@@ -306,7 +264,7 @@ class NodeBridge:
         self._req_w: int | None = None
         self._resp_r: IO[bytes] | None = None
         self._reader: threading.Thread | None = None
-        self._log_fh: IO[bytes] | None = None
+        self._child: Supervised | None = None
         self._close_lock = threading.Lock()
         self._close_started = False
         self._batch_inbox: queue.SimpleQueue[dict[str, Any] | None] | None = None
@@ -333,48 +291,37 @@ class NodeBridge:
         main_js = self.root / "bots" / "main.js"
         if not main_js.is_file():
             raise BridgeError("setup", f"{main_js} not found")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_fh = self.log_path.open("ab")
-
         req_r, req_w = os.pipe()  # Python writes req_w; the child reads it as fd 3
         resp_r, resp_w = os.pipe()  # the child writes fd 4; Python reads resp_r
         child_req, child_resp = _high_fd(req_r), _high_fd(resp_w)
-        libc = _LIBC
-        parent_pid = os.getpid()
 
-        def in_child() -> None:  # runs between fork and exec: keep it minimal
-            os.dup2(child_req, _CHILD_REQUEST_FD)  # dup2 targets are inheritable
+        def map_fds() -> None:  # between fork and exec: dup2 targets are inheritable
+            os.dup2(child_req, _CHILD_REQUEST_FD)
             os.dup2(child_resp, _CHILD_RESPONSE_FD)
-            if libc is not None:
-                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            # If the parent already died before prctl took effect, do not linger.
-            if os.getppid() != parent_pid:
-                os._exit(1)
 
         env = {**os.environ, **self.extra_env}
         env.setdefault("FORCE_COLOR", "0")  # plain text in the log file (flying-squid colours)
         try:
             # close_fds=False: with close_fds=True (which pass_fds implies) the child's
-            # fds 3 and 4, created in in_child(), would be closed again before exec.
+            # fds 3 and 4, created in map_fds(), would be closed again before exec.
             # Python's own descriptors are close-on-exec by default (PEP 446), so only
             # the two dup2'd pipe ends reach Node.
-            self.proc = subprocess.Popen(
+            self._child = spawn(
                 [node, str(main_js)],
-                cwd=str(self.root),
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_fh,
-                stderr=subprocess.STDOUT,
+                name="node",
+                log_path=self.log_path,
+                death_signal=signal.SIGKILL,
+                prepare=map_fds,
                 env=env,
+                cwd=self.root,
                 close_fds=False,
-                preexec_fn=in_child,  # needed for PDEATHSIG and the fd 3/4 mapping
             )
         except BaseException:
             for fd in (req_w, resp_r, child_req, child_resp):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            self._log_fh.close()
-            self._log_fh = None
             raise
+        self.proc = self._child.proc
         os.close(child_req)
         os.close(child_resp)
         self._req_w = req_w
@@ -383,18 +330,22 @@ class NodeBridge:
             target=self._read_loop, name=f"node-bridge-reader-{self.proc.pid}", daemon=True
         )
         self._reader.start()
-        log.info("started node bot runtime pid=%d (log: %s)", self.proc.pid, self.log_path)
 
-        deadline = time.monotonic() + self.ready_timeout_s
-        while not self._ready.wait(0.05):
-            if self._closed.is_set() or self.proc.poll() is not None:
-                msg = f"node exited during start-up (code {self.proc.poll()})"
-                self.close()
-                raise BridgeClosed(self._with_log(msg))
-            if time.monotonic() > deadline:
-                msg = f"no ready event from node within {self.ready_timeout_s:.0f} s"
-                self.close()
-                raise BridgeTimeout(self._with_log(msg))
+        # Ready on the `ready` event; a closed output channel means it is exiting.
+        readiness = self._child.wait_ready(
+            lambda: self._ready.wait(0.05) or self._closed.is_set(),
+            self.ready_timeout_s,
+            poll_s=0.0,
+        )
+        if readiness is Readiness.TIMEOUT:
+            msg = f"no ready event from node within {self.ready_timeout_s:.0f} s"
+            self.close()
+            raise BridgeTimeout(self._with_log(msg))
+        if readiness is Readiness.EXITED or not self._ready.is_set():
+            self._child.wait(2.0)
+            msg = f"node exited during start-up (code {self.proc.poll()})"
+            self.close()
+            raise BridgeClosed(self._with_log(msg))
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Shut the child down: `shutdown` request, EOF, then SIGTERM/SIGKILL by PID.
@@ -423,7 +374,7 @@ class NodeBridge:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 log.warning("node pid=%d did not exit; sending SIGTERM", proc.pid)
-                terminate(proc, "node", 2.0)
+                terminate(proc, "node", 2.0)  # by PID
         self._mark_closed("bridge closed")
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(timeout=2.0)
@@ -431,10 +382,8 @@ class NodeBridge:
             with contextlib.suppress(OSError):
                 self._resp_r.close()
             self._resp_r = None
-        if self._log_fh is not None:
-            with contextlib.suppress(OSError):
-                self._log_fh.close()
-            self._log_fh = None
+        if self._child is not None:
+            self._child.close_log()
 
     def __enter__(self) -> NodeBridge:
         if self.proc is None:
@@ -452,7 +401,7 @@ class NodeBridge:
     # ---- protocol -------------------------------------------------------------------
 
     def _with_log(self, message: str) -> str:
-        tail = _tail(self.log_path)
+        tail = log_tail(self.log_path)
         return f"{message}\n--- last lines of {self.log_path} ---\n{tail}" if tail else message
 
     def _mark_closed(self, reason: str) -> None:

@@ -299,6 +299,30 @@ def test_chat_reaches_others_attributed(world: World) -> None:
     assert {"from": "Red", "text": text} in [{"from": m["from"], "text": m["text"]} for m in msgs]
 
 
+def test_a_newline_in_chat_is_normalised_and_spoken(world: World) -> None:
+    # Straight to Node (Python would normalise first): the bots apply the same rule.
+    raw = world.bridge.request(
+        "run_programs",
+        {
+            "programs": {
+                "red": [{"op": "chat", "text": "I saw Blue\n\nnear  the body "}],
+                "blue": [{"op": "chat", "text": " \n/kill Red"}],
+            },
+            "timeout_ms": 5000,
+        },
+    )
+    report = step_report(raw)
+    (ev,) = report.outcomes["red"].events
+    assert ev.text == "I saw Blue near the body"
+    refused = report.outcomes["blue"]
+    assert refused.status == "invalid" and "may not start with '/'" in refused.reason
+    time.sleep(0.5)
+    msgs = world.bridge.inspect()["bots"]["green"]["messages"]
+    assert {"from": "Red", "text": "I saw Blue near the body"} in [
+        {"from": m["from"], "text": m["text"]} for m in msgs
+    ]
+
+
 def test_broadcast_is_a_server_message(world: World) -> None:
     text = "Emergency meeting! Everyone to the cafeteria & vote."
     world.bridge.broadcast(text)
