@@ -258,11 +258,16 @@ def world_conformance(world: Any, geometry: Any, *, frames: bool = True) -> list
     """Check that a world behaves as the step loop expects; an empty list means it does.
 
     Starts the world with two seats in the cafeteria, then checks: poses after start;
-    a `goto` arrives and ends `ok`; `mark` events carry ticks in the program's span; a
-    `wait` longer than the timeout ends `timeout` and the bot stays put; `approach`
-    emits `reached` with both positions; teleports land; the clock never goes back;
-    and, with `frames`, pictures are 360x640x3 uint8 with JPEG bytes. The world is
-    closed by the caller.
+    a `goto` arrives and ends `ok`; `mark` events carry ticks in the program's span; pose
+    samples cover the batch at most `sample_interval` ticks apart and end at the final
+    poses; a `wait` longer than the timeout ends `timeout` and the bot stays put; the
+    game clock stands still outside batches (state, teleport, blocks, broadcast, a wall
+    pause, frames) and a `wait` of n ticks moves it by about n; `approach` emits
+    `reached` with both positions; the arbiter sees a `mark` as it happens and its
+    `cancel` ends the other bot's walk at once (status `cancelled`, stopped where it
+    was) while `freeze` ends every program and the clock at the event's tick;
+    teleports land; the clock never goes back; and, with `frames`, pictures are
+    360x640x3 uint8 with JPEG bytes. The world is closed by the caller.
 
     Args:
         world: A `controller.worlds.World`.
@@ -270,6 +275,7 @@ def world_conformance(world: Any, geometry: Any, *, frames: bool = True) -> list
         frames: Whether to check rendering too.
     """
     import math
+    import time
 
     from controller.observation import FRAME_SHAPE
     from controller.protocol import (
@@ -304,8 +310,18 @@ def world_conformance(world: Any, geometry: Any, *, frames: bool = True) -> list
             )
         },
         30000,
+        sample_interval=5,
     )
     out = report.outcomes.get("red")
+    ticks = [smp.tick for smp in report.samples]
+    if not ticks or ticks[0] != tick0 or ticks[-1] != report.tick:
+        problems.append(f"samples: do not span the batch {tick0}..{report.tick}: {ticks[:3]}...")
+    elif any(not 0 < b - a <= 5 for a, b in zip(ticks, ticks[1:], strict=False)):
+        problems.append(f"samples: more than 5 ticks apart: {ticks}")
+    elif "red" not in report.samples[-1].players or (
+        math.dist(report.samples[-1].players["red"].pos, report.players["red"].pos) > 0.2
+    ):
+        problems.append("samples: the last one is not where the batch ended")
     if out is None or out.status != "ok":
         problems.append(f"goto: outcome {out}")
     elif math.dist(report.players["red"].pos, target) > 1.6:
@@ -333,7 +349,18 @@ def world_conformance(world: Any, geometry: Any, *, frames: bool = True) -> list
         problems.append(f"timeout: outcome {out}")
     if math.dist(report.players["red"].pos, here) > 0.5:
         problems.append("timeout: the bot moved")
+    tick1, _ = world.state()
     world.teleport({"blue": Teleport(pos=geometry.seat_pos(1))})
+    world.set_blocks([])
+    world.broadcast("conformance check")
+    time.sleep(0.5)  # a model thinking: no game time
+    if frames:
+        world.render(["red"], None, "jpg")
+    if world.state()[0] != tick1:
+        problems.append(f"clock: moved outside a batch ({tick1} -> {world.state()[0]})")
+    report = world.run_programs({"red": LowProgram(steps=[WaitStep(ticks=20)])}, 30000)
+    if not 20 <= report.tick - tick1 <= 22:
+        problems.append(f"clock: a 20-tick wait moved it {report.tick - tick1} ticks")
     report = world.run_programs(
         {
             "red": LowProgram(
@@ -350,6 +377,11 @@ def world_conformance(world: Any, geometry: Any, *, frames: bool = True) -> list
         problems.append(f"approach: outcome {out}")
     elif math.dist(reached[0].pos, reached[0].target_pos) > 2.0 + 0.5:
         problems.append("approach: reached out of range")
+    seat0 = geometry.seat_pos(0)
+    farthest = max(
+        geometry.rooms, key=lambda r: geometry.path_length(seat0, geometry.room_center(r)) or 0.0
+    )
+    problems += _directive_conformance(world, geometry, red_walk=geometry.room_center(farthest))
     if frames:
         pics = world.render(["red", "blue"], None, "jpg")
         for agent in ("red", "blue"):
@@ -358,4 +390,78 @@ def world_conformance(world: Any, geometry: Any, *, frames: bool = True) -> list
                 problems.append(f"render: bad frame for {agent}")
             elif f.jpeg[:2] != b"\xff\xd8":
                 problems.append(f"render: {agent}'s JPEG bytes are not a JPEG")
+    return problems
+
+
+def _directive_conformance(world: Any, geometry: Any, *, red_walk: Any) -> list[str]:
+    """The arbiter half of `world_conformance`: cancel ends one walk, freeze ends all."""
+    import math
+
+    from controller.protocol import (
+        GotoStep,
+        LowProgram,
+        MarkStep,
+        PlayerPose,
+        ProgramEvent,
+        RuleDirective,
+        Teleport,
+        WaitStep,
+    )
+
+    problems: list[str] = []
+    seen: list[tuple[str, ProgramEvent, dict[str, PlayerPose]]] = []
+
+    def arbiter(
+        agent: str, event: ProgramEvent, poses: dict[str, PlayerPose]
+    ) -> RuleDirective | None:
+        seen.append((agent, event, poses))
+        if event.tag == "kill":
+            return RuleDirective(cancel=["red"], reason="killed")
+        if event.tag == "report":
+            return RuleDirective(freeze=True, reason="meeting")
+        return None
+
+    world.teleport(
+        {
+            "red": Teleport(pos=geometry.seat_pos(0)),
+            "blue": Teleport(pos=geometry.seat_pos(4)),
+        }
+    )
+    report = world.run_programs(
+        {
+            "red": LowProgram(steps=[GotoStep(pos=red_walk, range=1.5), MarkStep(tag="there")]),
+            "blue": LowProgram(steps=[WaitStep(ticks=20), MarkStep(tag="kill")]),
+        },
+        30000,
+        arbiter=arbiter,
+    )
+    red = report.outcomes.get("red")
+    kills = [(e, p) for a, e, p in seen if a == "blue" and e.tag == "kill"]
+    if len(kills) != 1 or "red" not in kills[0][1]:
+        problems.append(f"arbiter: not called once for the mark with every pose: {seen}")
+    elif red is None or red.status != "cancelled" or red.reason != "killed":
+        problems.append(f"cancel: red's walk was not cancelled: {red}")
+    else:
+        event, poses = kills[0]
+        if not event.tick <= red.end_tick <= event.tick + 1:
+            problems.append(f"cancel: red ended at tick {red.end_tick}, the kill was {event.tick}")
+        if any(e.tag == "there" for e in red.events):
+            problems.append("cancel: red's program went on after the cancel")
+        if math.dist(report.players["red"].pos, poses["red"].pos) > 1.0:
+            problems.append("cancel: red did not stop where it was")
+    seen.clear()
+    report = world.run_programs(
+        {
+            "red": LowProgram(steps=[GotoStep(pos=geometry.seat_pos(0), range=1.0)]),
+            "blue": LowProgram(steps=[WaitStep(ticks=10), MarkStep(tag="report")]),
+        },
+        30000,
+        arbiter=arbiter,
+    )
+    reports = [e for _, e, _ in seen if e.tag == "report"]
+    statuses = {a: o.status for a, o in report.outcomes.items()}
+    if not reports or statuses != {"red": "cancelled", "blue": "cancelled"}:
+        problems.append(f"freeze: not every program was cancelled: {statuses}")
+    elif report.tick != reports[0].tick:
+        problems.append(f"freeze: the clock ran on to {report.tick} after {reports[0].tick}")
     return problems

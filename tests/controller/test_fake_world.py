@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.checks import world_conformance
 from controller.protocol import (
     ApproachStep,
     BlockPlacement,
@@ -19,10 +20,11 @@ from controller.protocol import (
     PlayerPose,
     ProgramEvent,
     RuleDirective,
+    StepReport,
     Teleport,
     WaitStep,
 )
-from controller.worlds.base import Seat
+from controller.worlds.base import Arbiter, Seat
 from controller.worlds.fake import FakeWorld
 from world.geometry import ShipGeometry
 from world.spec import load_map
@@ -236,3 +238,55 @@ def test_the_same_programs_give_the_same_report() -> None:
         )
 
     assert once() == once()
+
+
+class _TickingTeleport(FakeWorld):
+    """Fault: a teleport costs game time (as a wall-clock world would)."""
+
+    def teleport(self, moves: dict[str, Teleport]) -> dict[str, PlayerPose]:
+        self.tick += 3
+        return super().teleport(moves)
+
+
+class _DeafWorld(FakeWorld):
+    """Fault: the arbiter is never called, so no directive is applied."""
+
+    def run_programs(
+        self,
+        programs: dict[str, LowProgram],
+        timeout_ms: int,
+        arbiter: Arbiter | None = None,
+        sample_interval: int = 10,
+    ) -> StepReport:
+        return super().run_programs(programs, timeout_ms, None, sample_interval)
+
+
+class _SparseWorld(FakeWorld):
+    """Fault: only the batch's first and last poses are sampled."""
+
+    def run_programs(
+        self,
+        programs: dict[str, LowProgram],
+        timeout_ms: int,
+        arbiter: Arbiter | None = None,
+        sample_interval: int = 10,
+    ) -> StepReport:
+        report = super().run_programs(programs, timeout_ms, arbiter, sample_interval)
+        return report.model_copy(update={"samples": report.samples[:1] + report.samples[-1:]})
+
+
+def test_world_conformance_passes_the_fake_world() -> None:
+    assert world_conformance(FakeWorld(GEOMETRY), GEOMETRY) == []
+
+
+@pytest.mark.parametrize(
+    ("world", "caught"),
+    [
+        (_TickingTeleport(GEOMETRY), "clock: moved outside a batch"),
+        (_DeafWorld(GEOMETRY), "arbiter: not called"),
+        (_SparseWorld(GEOMETRY), "samples: more than 5 ticks apart"),
+    ],
+)
+def test_world_conformance_catches_a_planted_fault(world: FakeWorld, caught: str) -> None:
+    problems = world_conformance(world, GEOMETRY)
+    assert any(p.startswith(caught) for p in problems), problems
