@@ -2,8 +2,11 @@
 
 Players walk along the map's shortest cell paths at a fixed speed, in lock-step,
 one tick at a time, so that a step in the fake world is deterministic given the
-programs. Tests inject faults (a disconnection, a failed reconnect) through
-`inject_disconnect`.
+programs. The game clock is the count of simulated ticks: it moves only inside
+`run_programs` (never in `state`, `teleport`, `set_blocks`, `broadcast` or `render`).
+Within a tick players act in seat order; each `mark`/`reached` goes to the arbiter
+at once and its directive applies before anyone acts further. Tests inject faults (a
+disconnection, a failed reconnect) through `inject_disconnect`.
 """
 
 from __future__ import annotations
