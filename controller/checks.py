@@ -452,7 +452,7 @@ def _directive_conformance(world: Any, geometry: Any, *, red_walk: Any) -> list[
     seen.clear()
     report = world.run_programs(
         {
-            "red": LowProgram(steps=[GotoStep(pos=geometry.seat_pos(0), range=1.0)]),
+            "red": LowProgram(steps=[GotoStep(pos=red_walk, range=1.5), WaitStep(ticks=100)]),
             "blue": LowProgram(steps=[WaitStep(ticks=10), MarkStep(tag="report")]),
         },
         30000,
