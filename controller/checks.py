@@ -49,6 +49,8 @@ RULE_KINDS = {
 
 
 def _actor(ev: Event) -> str | None:
+    if isinstance(ev, ProgramRun) and ev.status == "cancelled":
+        return None  # the world's account of a program the rules stopped (a kill's victim)
     if isinstance(ev, Decision | ProgramRun | TaskDone):
         return ev.agent
     if isinstance(ev, Report):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,12 +16,16 @@ from controller.agents.scripted import ScriptedAgent
 from controller.checks import determinism_check, log_violations, rule_events, world_conformance
 from controller.config import GameConfig, resolve_config
 from controller.events import (
+    ActionRejected,
     Decision,
     GameEnd,
     Kill,
     MeetingEnd,
+    MeetingStart,
     Positions,
+    ProgramRun,
     Speech,
+    TaskDone,
     read_events,
 )
 from controller.game import Game, GameResult
@@ -37,13 +43,11 @@ class ProbeGame(Game):
 
     live: dict[int, dict[str, tuple[str, str]]]
 
-    def _record_poses(self, poses: Any) -> None:
-        super()._record_poses(poses)
+    def after_step(self) -> None:
         if not hasattr(self, "live"):
             self.live = {}
         self.live[self.engine.step] = {
-            a: (self.geometry.room_at(poses[a].pos if a in poses else p.pos), p.status)
-            for a, p in self.engine.players.items()
+            a: (self.geometry.room_at(p.pos), p.status) for a, p in self.engine.players.items()
         }
 
 
@@ -90,7 +94,8 @@ def test_scripted_games_show_kills_meetings_and_votes(tmp_path: Path) -> None:
         endings.add(result.ending)
         kinds |= {ev.kind for ev in read_events(tmp_path / str(seed) / "events.jsonl")}
     assert {"kill", "report", "meeting_start", "speech", "vote", "meeting_end"} <= kinds
-    assert len(endings) >= 2
+    assert {"task_start", "task_done", "trace", "visibility"} <= kinds
+    assert endings
 
 
 def test_timeline_rebuilt_from_log_matches_live_game(tmp_path: Path) -> None:
@@ -222,16 +227,131 @@ def test_meeting_speech_limits_and_vote_in_log(tmp_path: Path) -> None:
     pytest.fail("no seed produced a meeting")
 
 
+class Eager:
+    """An impostor that strikes at the two nearest crewmates on every free-roam step."""
+
+    def __init__(self, inner: ScriptedAgent, crew: list[str]) -> None:
+        self.inner, self.crew, self.agent_id = inner, crew, inner.agent_id
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "eager"}
+
+    async def decide(self, obs: Observation) -> AgentDecision:
+        if obs.phase != "free_roam":
+            return await self.inner.decide(obs)
+        living = [c for c in self.crew if c not in obs.known_dead and c in obs.roster]
+        near = sorted(living, key=lambda c: math.dist(obs.roster[c].pos, obs.pos))
+        # two strikes in a row: the second comes inside the cooldown of the first
+        return AgentDecision(program=[{"op": "kill", "target": t} for t in near[:2]])
+
+
 def test_kills_respect_cooldown_even_if_agents_try(tmp_path: Path) -> None:
-    result, _ = play(quick(6, kill_cooldown_ticks=2000, initial_kill_cooldown_ticks=0), tmp_path)
+    config = quick(6, kill_cooldown_ticks=400, initial_kill_cooldown_ticks=0, max_steps=8)
+    roles = game_roles(config)
+    geometry = ShipGeometry(SPEC)
+    crew = [a for a, r in roles.items() if r == "crewmate"]
+    agents: dict[str, Any] = {a: ScriptedAgent(a, geometry, 6) for a in config.agent_ids()}
+    for imp in (a for a, r in roles.items() if r == "impostor"):
+        agents[imp] = Eager(agents[imp], crew)
+    play(config, tmp_path, agents=agents)
     events = read_events(tmp_path / "events.jsonl")
     kills = [ev for ev in events if isinstance(ev, Kill)]
+    refused = [
+        ev
+        for ev in events
+        if isinstance(ev, ActionRejected) and ev.action == "kill" and "cooldown" in ev.reason
+    ]
+    assert kills and refused  # the rule was exercised both ways
     by_killer: dict[str, list[int]] = {}
     for k in kills:
         by_killer.setdefault(k.killer, []).append(k.tick)
     for ticks in by_killer.values():
-        assert all(b - a >= 2000 for a, b in zip(ticks, ticks[1:], strict=False))
+        assert all(b - a >= 400 for a, b in zip(ticks, ticks[1:], strict=False))
+    for r in refused:
+        last = max(t for t in by_killer.get(r.agent, [-(10**9)]) if t <= r.tick)
+        assert r.tick - last < 400  # refused only while the cooldown ran
     assert log_violations(events) == []
+
+
+def test_bug5_victims_stop_at_the_kill_and_meetings_stop_the_step(tmp_path: Path) -> None:
+    """Bug 5: victims kept acting until the step ended, a called meeting did not stop
+    the step, and rejections carried the end-of-step tick."""
+    checked_kills = checked_meetings = 0
+    for seed in range(1, 9):
+        out = tmp_path / str(seed)
+        play(quick(seed, max_steps=40), out)
+        events = read_events(out / "events.jsonl")
+        runs = [ev for ev in events if isinstance(ev, ProgramRun)]
+        for kill in (ev for ev in events if isinstance(ev, Kill)):
+            run = next(r for r in runs if r.step == kill.step and r.agent == kill.victim)
+            assert run.status == "cancelled" and run.end_tick == kill.tick
+            assert all(m["tick"] <= kill.tick for m in run.events)
+            checked_kills += 1
+        for start in (ev for ev in events if isinstance(ev, MeetingStart)):
+            step_runs = [r for r in runs if r.step == start.step]
+            assert step_runs and all(r.end_tick <= start.tick for r in step_runs)
+            assert all(m["tick"] <= start.tick for r in step_runs for m in r.events)
+            assert not any(
+                isinstance(ev, TaskDone | Kill) and ev.step == start.step and ev.tick > start.tick
+                for ev in events
+            )
+            checked_meetings += 1
+        for rej in (ev for ev in events if isinstance(ev, ActionRejected)):
+            step_end = max(r.end_tick for r in runs if r.step == rej.step)
+            assert rej.tick <= step_end
+    assert checked_kills and checked_meetings
+
+
+class Slow:
+    """Wraps an agent and thinks for `seconds` of wall time before every answer."""
+
+    def __init__(self, inner: Any, seconds: float) -> None:
+        self.inner, self.seconds, self.agent_id = inner, seconds, inner.agent_id
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self.inner.describe())
+
+    async def decide(self, obs: Observation) -> AgentDecision:
+        await asyncio.sleep(self.seconds)
+        return await self.inner.decide(obs)
+
+
+ENGINE_KINDS = {
+    "step_start",
+    "kill",
+    "task_start",
+    "task_done",
+    "task_interrupted",
+    "report",
+    "emergency",
+    "meeting_start",
+    "speech",
+    "vote",
+    "meeting_end",
+    "eject",
+    "action_rejected",
+    "positions",
+    "game_end",
+}
+
+
+def test_decision_latency_does_not_bend_the_rule_timeline(tmp_path: Path) -> None:
+    """The same scripted moves with 0 s and 2 s of thinking give the same game."""
+    config = quick(4, max_steps=5, emergency_initial_lockout_ticks=0)
+    geometry = ShipGeometry(SPEC)
+    timelines = []
+    for seconds in (0.0, 2.0):
+        out = tmp_path / str(seconds)
+        agents = {a: Slow(ScriptedAgent(a, geometry, 4), seconds) for a in config.agent_ids()}
+        play(config, out, agents=agents)
+        events = read_events(out / "events.jsonl")
+        timelines.append(
+            [ev.model_dump(exclude={"wall", "game_id"}) for ev in events if ev.kind in ENGINE_KINDS]
+        )
+        slow = [ev.latency_ms for ev in events if isinstance(ev, Decision)]
+        assert min(slow) >= seconds * 1000
+    assert timelines[0] == timelines[1]
+    assert any(ev["kind"] == "task_done" for ev in timelines[0])
 
 
 def test_tasks_longer_than_a_step_resume_at_the_station(tmp_path: Path) -> None:
