@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,17 @@ from controller.events import (
     ActionRejected,
     Decision,
     GameEnd,
+    GameStart,
     Kill,
+    LogExistsError,
     MeetingEnd,
     MeetingStart,
     Positions,
     ProgramRun,
     Speech,
     TaskDone,
+    Trace,
+    Visibility,
     read_events,
 )
 from controller.game import Game, GameResult
@@ -396,3 +402,150 @@ def test_paper_preset_tasks_complete(tmp_path: Path) -> None:
 def test_fake_world_conforms() -> None:
     world = FakeWorld(ShipGeometry(SPEC))
     assert world_conformance(world, ShipGeometry(SPEC)) == []
+
+
+class Faulty:
+    """Wraps a scripted agent and fails in a chosen way in chosen phases."""
+
+    def __init__(self, inner: ScriptedAgent, phases: set[str], how: str) -> None:
+        self.inner, self.phases, self.how, self.agent_id = inner, phases, how, inner.agent_id
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "faulty", "how": self.how}
+
+    async def decide(self, obs: Observation) -> AgentDecision:
+        if obs.phase not in self.phases:
+            return await self.inner.decide(obs)
+        if self.how == "raise":
+            raise ValueError("agent code bug")
+        if self.how == "infrastructure":
+            return AgentDecision(infrastructure="RateLimitError", invalid="429 after retries")
+        if self.how == "abstain":
+            return AgentDecision(abstain=True, module="VOTE")
+        return AgentDecision(invalid="unparseable answer", raw="???")
+
+
+_MEETING_SEED = 4
+"""A seed whose quick scripted game holds a meeting."""
+
+
+def _faulty_game(tmp_path: Path, how: str, phases: set[str]) -> tuple[list[Any], str]:
+    config = quick(_MEETING_SEED, max_steps=40)
+    # the faulty agent behaves normally until the first meeting, so a crewmate who
+    # sits at the first meeting of the normal game sits at it here too
+    play(config, tmp_path / "normal")
+    normal = read_events(tmp_path / "normal" / "events.jsonl")
+    first = next(ev for ev in normal if isinstance(ev, MeetingStart))
+    roles = game_roles(config)
+    agent = next(a for a in first.order if roles[a] == "crewmate" and a != first.caller)
+    geometry = ShipGeometry(SPEC)
+    agents: dict[str, Any] = {
+        a: ScriptedAgent(a, geometry, _MEETING_SEED) for a in config.agent_ids()
+    }
+    agents[agent] = Faulty(agents[agent], phases, how)
+    play(config, tmp_path / "faulty", agents=agents)
+    return read_events(tmp_path / "faulty" / "events.jsonl"), agent
+
+
+@pytest.mark.parametrize(
+    ("how", "kind"), [("infrastructure", "infrastructure"), ("model", "model")]
+)
+def test_failed_ballots_are_abstentions_not_skips(tmp_path: Path, how: str, kind: str) -> None:
+    events, agent = _faulty_game(tmp_path, how, {"voting"})
+    votes = [ev for ev in events if ev.kind == "vote" and ev.voter == agent]
+    assert votes, "the faulty agent never voted"
+    for v in votes:
+        assert v.target is None and v.failed and v.error_kind == kind and v.error
+    ends = [ev for ev in events if isinstance(ev, MeetingEnd)]
+    assert all(agent in end.abstained for end in ends)
+    assert all(sum(end.tally.values()) + len(end.abstained) <= 8 for end in ends)
+    summary = json.loads((tmp_path / "faulty" / "summary.json").read_text())
+    assert summary["counts"]["failed_votes"] == len(votes)
+
+
+def test_deliberate_abstention_is_not_failed(tmp_path: Path) -> None:
+    events, agent = _faulty_game(tmp_path, "abstain", {"voting"})
+    votes = [ev for ev in events if ev.kind == "vote" and ev.voter == agent]
+    assert votes and all(v.target is None and not v.failed for v in votes)
+
+
+def test_failed_talk_turn_is_not_a_pass(tmp_path: Path) -> None:
+    events, agent = _faulty_game(tmp_path, "model", {"meeting"})
+    turns = [ev for ev in events if isinstance(ev, Speech) and ev.speaker == agent]
+    assert turns and all(t.failed and not t.passed and t.error_kind == "model" for t in turns)
+
+
+def test_agent_code_errors_are_harness_errors_and_flag_the_game(tmp_path: Path) -> None:
+    events, agent = _faulty_game(tmp_path, "raise", {"free_roam", "meeting", "voting"})
+    bad = [ev for ev in events if isinstance(ev, Decision) and ev.agent == agent]
+    assert bad and all(d.error_kind == "harness" and "agent code bug" in d.error for d in bad)
+    end = events[-1]
+    assert isinstance(end, GameEnd) and end.status == "ok" and "harness_errors" in end.flags
+    summary = json.loads((tmp_path / "faulty" / "summary.json").read_text())
+    assert summary["flags"] == end.flags
+    assert summary["counts"]["harness_errors"] == len(bad)
+    assert summary["counts"]["invalid_decisions"] == 0  # not a model error
+
+
+class Narrating:
+    """Wraps a scripted agent and reports a state-view text on each decision."""
+
+    def __init__(self, inner: ScriptedAgent) -> None:
+        self.inner, self.agent_id = inner, inner.agent_id
+        self.seen: list[Observation] = []
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "narrating"}
+
+    async def decide(self, obs: Observation) -> AgentDecision:
+        self.seen.append(obs)
+        d = await self.inner.decide(obs)
+        return replace(d, view_text=f"view of {obs.agent} at step {obs.step}")
+
+
+def test_log_v2_answers_the_measurement_questions(tmp_path: Path) -> None:
+    config = quick(4, max_steps=30)
+    geometry = ShipGeometry(SPEC)
+    agents = {a: Narrating(ScriptedAgent(a, geometry, 4)) for a in config.agent_ids()}
+    play(config, tmp_path, agents=agents)
+    events = read_events(tmp_path / "events.jsonl")
+    start = events[0]
+    assert isinstance(start, GameStart)
+    assert start.map_spec == SPEC.model_dump(mode="json")
+    canonical = json.dumps(start.map_spec, sort_keys=True, separators=(",", ":"))
+    assert start.map_sha256 == hashlib.sha256(canonical.encode()).hexdigest()
+    assert start.source_revision and "python" in start.versions and "world" in start.versions
+    assert start.sample_interval_ticks == config.sample_interval_ticks <= 10
+    # dense free-roam poses
+    traces = [ev for ev in events if isinstance(ev, Trace)]
+    assert traces
+    for t in traces:
+        assert all(b - a <= t.interval for a, b in zip(t.ticks, t.ticks[1:], strict=False))
+        assert all(len(v) == len(t.ticks) for v in t.players.values())
+    # visibility at each kill, at the kill's tick, field of view inside proximity
+    kills = [ev for ev in events if isinstance(ev, Kill)]
+    assert kills
+    for k in kills:
+        vis = [
+            ev
+            for ev in events
+            if isinstance(ev, Visibility) and ev.cause == "kill" and ev.tick == k.tick
+        ]
+        assert len(vis) == 1 and vis[0].subject == k.killer and k.victim not in vis[0].sees
+    for vis in (ev for ev in events if isinstance(ev, Visibility)):
+        for a, seen in vis.sees.items():
+            assert set(seen) <= set(vis.near[a])
+    causes = {ev.cause for ev in events if isinstance(ev, Visibility)}
+    assert {"setup", "step_end", "kill", "meeting_seats"} <= causes
+    assert causes & {"report", "emergency"}
+    # each decision names its frame (path in the run folder and hash) and view text
+    decisions = [ev for ev in events if isinstance(ev, Decision)]
+    for d in decisions:
+        assert d.frame is not None and d.view_text == f"view of {d.agent} at step {d.step}"
+        data = (tmp_path / d.frame.path).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == d.frame.sha256
+    seen = [o for ag in agents.values() for o in ag.seen]
+    assert all(o.frame_sha256 is not None for o in seen)
+    # the log refuses to be appended to
+    with pytest.raises(LogExistsError):
+        Game(config, SPEC, FakeWorld(geometry), agents, tmp_path)
