@@ -125,6 +125,11 @@ const handlers = {
     return runner.run(args)
   },
 
+  // The controller's answer to a `program_event` of the running batch.
+  async directive (args) {
+    return runner.directive(args)
+  },
+
   async teleport (args) {
     return fleet.teleport(args.moves)
   },
@@ -179,7 +184,8 @@ const handlers = {
 }
 
 // Ops that may run while another request is in flight (read-only, instant).
-const CONCURRENT_OPS = new Set(['state', 'hello', 'inspect'])
+// `directive` must be: it answers the batch that `run_programs` is still running.
+const CONCURRENT_OPS = new Set(['state', 'hello', 'inspect', 'directive'])
 
 // ---- request loop -----------------------------------------------------------------
 
@@ -211,7 +217,7 @@ async function execute (id, op, args) {
     else log(`request ${id} (${op}) failed: [${type}] ${err.message}`)
     answer(id, { ok: false, error: { type, message: err.message || String(err) } })
   } finally {
-    if (op !== 'state') log(`request ${id} (${op}) done in ${Date.now() - t0} ms`)
+    if (op !== 'state' && op !== 'directive') log(`request ${id} (${op}) done in ${Date.now() - t0} ms`)
   }
 }
 

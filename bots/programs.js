@@ -2,11 +2,13 @@
 // run_programs: validation of low-level steps (controller/protocol.py shapes) and
 // their concurrent execution, one step loop per bot, with real cancellation.
 
+const fs = require('fs')
+const path = require('path')
 const { goals } = require('mineflayer-pathfinder')
 const { Vec3 } = require('vec3')
 const {
-  Aborted, BridgeError, abortable, log, sleep, sleepUntilTick, tick, round,
-  yawToProtocol, yawFromProtocol, pitchFromProtocol
+  Aborted, BridgeError, abortable, gameClock, log, sleep, sleepUntilTick, tick, round,
+  yawToProtocol, yawFromProtocol, pitchFromProtocol, pitchToProtocol
 } = require('./util')
 
 // goto's success radius is never below this (a bot cannot stand exactly on a point).
@@ -20,6 +22,11 @@ const STALL_MS = 2000
 const GOTO_ATTEMPTS = 3
 // After an abort, how long to wait for the step loop to unwind before answering.
 const UNWIND_MS = 1000
+// How long a program waits for the controller's directive on one of its rule events
+// before it fails (the controller answers in well under a millisecond when alive).
+const DIRECTIVE_TIMEOUT_MS = 30000
+// The sampler wakes this often (process clock) to check whether a sample is due.
+const SAMPLER_POLL_MS = 20
 
 class StepFailed extends Error {}
 
@@ -38,10 +45,30 @@ const F = {
   intGe1: [(v) => isInt(v) && v >= 1, 'an integer >= 1'],
   str: [(v) => typeof v === 'string', 'a string'],
   agent: [(v) => typeof v === 'string' && v.length > 0, 'an agent id'],
-  // 1..256 characters as in protocol.py; also no control characters or section signs
-  // (servers kick for them) and no leading '/' (it would run a server command).
-  chat: [(v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !/[\u0000-\u001f\u007f\u00a7]/.test(v) && !v.startsWith('/'),
-    'a string of 1..256 characters without control characters or "\u00a7", not starting with "/"']
+  // Checked further by checkChat (the rules shared with Python).
+  chat: [(v) => typeof v === 'string', 'a string']
+}
+
+// ---- chat lines: one rule file for Python (world/chat.py) and Node ----------------------
+
+const CHAT_RULES = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'world', 'chat_rules.json'), 'utf8'))
+const CHAT_WS = new RegExp(CHAT_RULES.whitespace, 'gu')
+const CHAT_FORBIDDEN = new RegExp(CHAT_RULES.forbidden, 'u')
+
+/**
+ * Normalises a chat line (whitespace runs -> one space, ends trimmed) and checks it
+ * exactly as world/chat.py does; string length is in UTF-16 units on both sides.
+ * @returns {string} the normalised line
+ * @throws {Error} naming the broken rule
+ */
+function checkChat (text) {
+  const line = text.replace(CHAT_WS, ' ').replace(/^ +| +$/g, '')
+  if (!line) throw new Error('chat line is empty (after whitespace is normalised)')
+  if (line.length > CHAT_RULES.max_length) throw new Error(`chat line is ${line.length} characters (UTF-16 units) long; at most ${CHAT_RULES.max_length}`)
+  const bad = CHAT_FORBIDDEN.exec(line)
+  if (bad) throw new Error(`chat line contains a forbidden character U+${bad[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0')} (no control characters, no section sign)`)
+  if (line.startsWith(CHAT_RULES.forbidden_start)) throw new Error(`chat line may not start with '${CHAT_RULES.forbidden_start}' (it would run a command)`)
+  return line
 }
 
 const SPECS = {
@@ -80,6 +107,13 @@ function validateStep (step, index, selfId, knownIds) {
     if (!check(value)) throw new Error(`${where} (${step.op}): ${key} must be ${desc}, got ${JSON.stringify(value)}`)
     out[key] = value
   }
+  if (step.op === 'chat') {
+    try {
+      out.text = checkChat(out.text)
+    } catch (err) {
+      throw new Error(`${where} (chat): ${err.message}`)
+    }
+  }
   if (out.agent !== undefined) {
     if (out.agent === selfId) throw new Error(`${where} (${step.op}): a bot cannot ${step.op} itself`)
     if (!knownIds.has(out.agent)) throw new Error(`${where} (${step.op}): unknown agent ${JSON.stringify(out.agent)}`)
@@ -106,6 +140,13 @@ function stopBot (bot) {
     if (bot.pathfinder) bot.pathfinder.setGoal(null)
   } catch (err) { log('setGoal(null) failed', err) }
   try { bot.clearControlStates() } catch (err) { log('clearControlStates failed', err) }
+  // No sliding on: a stopped bot (a program's end, a kill, a meeting) stays where its
+  // last pose was reported. Falling (y) is left to physics.
+  const v = bot.entity && bot.entity.velocity
+  if (v) {
+    v.x = 0
+    v.z = 0
+  }
 }
 
 /** Goal: stand on a block whose centre is within `radius` of `target` (3-D). */
@@ -174,6 +215,8 @@ async function nudge (bot, target, tol, signal) {
 class ProgramRunner {
   constructor (fleet) {
     this.fleet = fleet
+    this.batch = null // the running batch: {id, arbiter, controllers, waiting, seq, frozen}
+    this.batches = 0
   }
 
   /** The live entity of another agent as `bot` sees it, or null. */
@@ -206,8 +249,7 @@ class ProgramRunner {
         events.push({ kind: 'chat', tick: tick(), pos: posOf(bot), text: step.text })
         return
       case 'mark':
-        events.push({ kind: 'mark', tick: tick(), pos: posOf(bot), tag: step.tag })
-        return
+        return this.ruleEvent(agent, { kind: 'mark', tick: tick(), pos: posOf(bot), tag: step.tag }, events, signal)
       default:
         throw new StepFailed(`unknown op ${step.op}`)
     }
@@ -309,7 +351,68 @@ class ProgramRunner {
       stopBot(bot)
     }
     const tp = entity.position
-    events.push({ kind: 'reached', tick: tick(), pos: posOf(bot), agent: step.agent, target_pos: [round(tp.x), round(tp.y), round(tp.z)] })
+    return this.ruleEvent(agent, { kind: 'reached', tick: tick(), pos: posOf(bot), agent: step.agent, target_pos: [round(tp.x), round(tp.y), round(tp.z)] }, events, signal)
+  }
+
+  /**
+   * Records a `mark`/`reached` event and, when the batch has an arbiter, streams it
+   * to the controller with every connected bot's pose and waits for the directive
+   * (applied by `directive()` before this resolves), so this bot's next step never
+   * starts before the rules have answered. The other bots keep moving meanwhile.
+   */
+  async ruleEvent (agent, event, events, signal) {
+    events.push(event)
+    const batch = this.batch
+    if (!batch || !batch.arbiter) return
+    const seq = ++batch.seq
+    const answered = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        batch.waiting.delete(seq)
+        reject(new StepFailed(`no directive from the controller for event ${seq} within ${DIRECTIVE_TIMEOUT_MS} ms`))
+      }, DIRECTIVE_TIMEOUT_MS)
+      batch.waiting.set(seq, () => { clearTimeout(timer); resolve() })
+    })
+    answered.catch(() => {})
+    const players = {}
+    for (const [id, a] of this.fleet.agents) {
+      if (a.connected) players[id] = a.pose()
+    }
+    this.fleet.emit({ event: 'program_event', batch: batch.id, seq, agent: agent.id, data: event, players })
+    await abortable(answered, signal)
+  }
+
+  /**
+   * Applies the controller's answer to a rule event: `cancel` ends those bots'
+   * programs now (status `cancelled`), `freeze` ends every program of the batch and
+   * stops the game clock at this tick.
+   */
+  directive (args) {
+    const batch = this.batch
+    if (!batch || args.batch !== batch.id) {
+      throw new BridgeError('bad_state', `no running batch ${JSON.stringify(args.batch)} (current: ${batch ? batch.id : 'none'})`)
+    }
+    const cancel = Array.isArray(args.cancel) ? args.cancel : []
+    if (!cancel.every(id => typeof id === 'string')) throw new BridgeError('bad_request', 'cancel must be a list of agent ids')
+    const reason = typeof args.reason === 'string' && args.reason ? args.reason : (args.freeze ? 'meeting' : 'cancelled')
+    const targets = args.freeze ? [...batch.controllers.keys()] : cancel
+    if (args.freeze && !batch.frozen) {
+      batch.frozen = true
+      gameClock.stop() // the meeting's tick is the batch's last: unwinding is not game time
+    }
+    const t = tick()
+    for (const id of targets) {
+      const ac = batch.controllers.get(id)
+      if (ac && !ac.signal.aborted) {
+        ac.abort(Object.assign(new Error(reason), { kind: 'cancelled', tick: t }))
+        stopBot(this.fleet.agents.get(id)?.bot)
+      }
+    }
+    const release = batch.waiting.get(args.seq)
+    if (release) {
+      batch.waiting.delete(args.seq)
+      release()
+    }
+    return { tick: t, cancelled: targets.filter(id => batch.controllers.has(id)) }
   }
 
   /** Runs one bot's validated steps with a deadline. Never rejects. */
@@ -323,6 +426,7 @@ class ProgramRunner {
     }
     const bot = agent.bot
     const ac = new AbortController()
+    if (this.batch) this.batch.controllers.set(agent.id, ac)
     let current = -1
     const onGone = (why) => ac.abort(Object.assign(new Error(`disconnected (${why})`), { kind: 'disconnected' }))
     agent.on('gone', onGone)
@@ -345,6 +449,10 @@ class ProgramRunner {
       if (abortKind === 'timeout') {
         outcome.status = 'timeout'
         outcome.reason = `${ac.signal.reason.message}${at}`
+      } else if (abortKind === 'cancelled') {
+        outcome.status = 'cancelled'
+        outcome.reason = ac.signal.reason.message
+        outcome.end_tick = ac.signal.reason.tick
       } else if (abortKind === 'disconnected') {
         outcome.status = 'failed'
         outcome.reason = `${ac.signal.reason.message}${at}`
@@ -357,7 +465,7 @@ class ProgramRunner {
         outcome.reason = `internal error in step ${current}: ${err && err.message}`
       }
     } finally {
-      outcome.end_tick = tick()
+      if (outcome.status !== 'cancelled') outcome.end_tick = tick()
       clearTimeout(timer)
       agent.removeListener('gone', onGone)
       if (!ac.signal.aborted) ac.abort(Object.assign(new Error('program ended'), { kind: 'ended' }))
@@ -372,33 +480,88 @@ class ProgramRunner {
   }
 
   /**
-   * @param {{programs: Object<string, object[]>, timeout_ms: number}} args
-   * @returns {Promise<object>} a StepReport
+   * @param {{programs: Object<string, object[]>, timeout_ms: number,
+   *   sample_interval?: number, arbiter?: boolean}} args
+   * @returns {Promise<object>} a StepReport (samples in the compact form of
+   *   docs/bridge-protocol.md)
    */
   async run (args) {
     const programs = args && args.programs
     const timeoutMs = args && args.timeout_ms
+    const interval = args.sample_interval ?? 10
     if (!programs || typeof programs !== 'object' || Array.isArray(programs)) throw new BridgeError('bad_request', 'programs must be an object {id: [step, ...]}')
     if (!isNum(timeoutMs) || timeoutMs <= 0) throw new BridgeError('bad_request', `timeout_ms must be a positive number, got ${JSON.stringify(timeoutMs)}`)
+    if (!isInt(interval) || interval < 1) throw new BridgeError('bad_request', `sample_interval must be an integer >= 1 (ticks), got ${JSON.stringify(interval)}`)
+    if (this.batch) throw new BridgeError('bad_state', `batch ${this.batch.id} is still running`)
     const knownIds = new Set(this.fleet.agents.keys())
     const outcomes = {}
-    const runs = []
+    const valid = {}
     for (const [id, steps] of Object.entries(programs)) {
       const agent = this.fleet.agents.get(id)
-      let valid
       try {
         if (!agent) throw new Error(`unknown agent ${JSON.stringify(id)}`)
-        valid = validateProgram(steps, id, knownIds)
+        valid[id] = validateProgram(steps, id, knownIds)
       } catch (err) {
         const t = tick()
         outcomes[id] = { status: 'invalid', reason: err.message, start_tick: t, end_tick: t, steps_done: 0, events: [] }
-        continue
       }
-      runs.push(this.runOne(agent, valid, timeoutMs).then(o => { outcomes[id] = o }))
     }
-    await Promise.all(runs)
-    return { tick: tick(), outcomes, players: this.fleet.poses() }
+    this.batch = { id: ++this.batches, arbiter: args.arbiter === true, controllers: new Map(), waiting: new Map(), seq: 0, frozen: false }
+    gameClock.start()
+    const sampler = new Sampler(this.fleet, interval)
+    try {
+      await Promise.all(Object.entries(valid).map(([id, steps]) =>
+        this.runOne(this.fleet.agents.get(id), steps, timeoutMs).then(o => { outcomes[id] = o })))
+    } finally {
+      gameClock.stop()
+      sampler.stop()
+      this.batch = null
+    }
+    return { tick: tick(), outcomes, players: this.fleet.poses(), samples: sampler.samples }
   }
 }
 
-module.exports = { ProgramRunner, validateStep, validateProgram, GoalWithin }
+/**
+ * Every connected bot's pose at most `interval` ticks apart while a batch runs, in a
+ * compact form: `{"agents": [id, ...], "ticks": [t, ...], "poses": [[[x, y, z, yaw,
+ * pitch] | null, ...], ...]}` (one row per tick, one column per agent, null = not
+ * connected). A sample is due `interval - 1` ticks after the last one: one tick of
+ * margin, so a late timer (a busy event loop) still keeps the gaps within `interval`.
+ */
+class Sampler {
+  constructor (fleet, interval) {
+    this.fleet = fleet
+    this.step = Math.max(1, interval - 1)
+    this.samples = { agents: [...fleet.agents.keys()], ticks: [], poses: [] }
+    this.take()
+    this.timer = setInterval(() => {
+      if (gameClock.running && tick() - this.samples.ticks[this.samples.ticks.length - 1] >= this.step) this.take()
+    }, SAMPLER_POLL_MS)
+  }
+
+  take () {
+    const t = tick()
+    const row = this.samples.agents.map(id => {
+      const a = this.fleet.agents.get(id)
+      const e = a && a.connected && a.bot && a.bot.entity
+      if (!e) return null
+      const p = e.position
+      return [round(p.x, 2), round(p.y, 2), round(p.z, 2), round(yawToProtocol(e.yaw), 1), round(pitchToProtocol(e.pitch), 1)]
+    })
+    const last = this.samples.ticks.length - 1
+    if (last >= 0 && this.samples.ticks[last] === t) {
+      this.samples.poses[last] = row // same tick: keep the newer poses
+    } else {
+      this.samples.ticks.push(t)
+      this.samples.poses.push(row)
+    }
+  }
+
+  /** The final sample (at the batch's end tick) and no more. */
+  stop () {
+    clearInterval(this.timer)
+    this.take()
+  }
+}
+
+module.exports = { ProgramRunner, Sampler, checkChat, CHAT_RULES, validateStep, validateProgram, GoalWithin }

@@ -4,24 +4,66 @@
 
 const { performance } = require('perf_hooks')
 
-// One monotonic clock for the whole process: every `tick` field uses it.
-// performance.now() is monotonic (Date.now() can jump with the wall clock).
+// Two clocks. The process clock (`clockMs`, performance.now() since start-up; monotonic,
+// unlike Date.now()) times logs, deadlines and retries. The game clock (`tick`) is
+// what every `tick` field reports: it runs only while a batch of programs plays
+// (`gameClock.start()` / `gameClock.stop()` around run_programs), so time the
+// controller spends between batches (models deciding, frames rendering) is not game
+// time. It reads nothing from the server, so it behaves the same on the embedded and
+// on an external server; see "Game clock" in docs/bridge-protocol.md.
 const T0 = performance.now()
 const MS_PER_TICK = 50
 
-/** Current tick of the process clock (1 tick = 50 ms since start-up). */
-function tick () {
-  return Math.floor((performance.now() - T0) / MS_PER_TICK)
-}
-
-/** Milliseconds since start-up on the same clock as tick(). */
+/** Milliseconds since start-up (process clock). */
 function clockMs () {
   return performance.now() - T0
 }
 
+class GameClock {
+  constructor () {
+    this.baseMs = 0 // game time accumulated by finished batches
+    this.since = null // process-clock ms when the running batch started, or null
+  }
+
+  get running () {
+    return this.since !== null
+  }
+
+  /** Game milliseconds so far. */
+  ms () {
+    return this.baseMs + (this.since === null ? 0 : clockMs() - this.since)
+  }
+
+  tick () {
+    return Math.floor(this.ms() / MS_PER_TICK)
+  }
+
+  start () {
+    if (this.since !== null) throw new BridgeError('bad_state', 'the game clock is already running')
+    this.since = clockMs()
+  }
+
+  /**
+   * Stops the clock on a whole tick (the fraction of the last tick is dropped, so
+   * the next batch starts on the tick this one reported as its end).
+   */
+  stop () {
+    if (this.since === null) return
+    this.baseMs = this.tick() * MS_PER_TICK
+    this.since = null
+  }
+}
+
+const gameClock = new GameClock()
+
+/** Current tick of the game clock (1 tick = 50 ms of batch time). */
+function tick () {
+  return gameClock.tick()
+}
+
 function log (...parts) {
   const text = parts.map(p => (p instanceof Error ? (p.stack || String(p)) : (typeof p === 'string' ? p : JSON.stringify(p)))).join(' ')
-  process.stderr.write(`[bots t=${tick()}] ${text}\n`)
+  process.stderr.write(`[bots ${(clockMs() / 1000).toFixed(2)}s tick=${tick()}] ${text}\n`)
 }
 
 /** An error whose `type` travels to Python as `error.type`. */
@@ -102,10 +144,16 @@ function sleep (ms, signal) {
   return abortable(p, signal).finally(() => clearTimeout(timer))
 }
 
-/** Resolves once tick() >= target (the process clock, not a bot's physics ticks). */
-function sleepUntilTick (target, signal) {
-  const ms = (target * MS_PER_TICK) - clockMs()
-  return sleep(Math.max(0, ms), signal)
+/**
+ * Resolves once the game clock reached `target`. Only meaningful while the clock
+ * runs (inside a batch); a stopped clock never gets there, so the wait then ends
+ * only through `signal` (every batch aborts its waits when it ends).
+ */
+async function sleepUntilTick (target, signal) {
+  while (gameClock.tick() < target) {
+    const ms = gameClock.running ? target * MS_PER_TICK - gameClock.ms() : MS_PER_TICK
+    await sleep(Math.max(1, ms), signal)
+  }
 }
 
 /** Polls `predicate` every `intervalMs` until true; rejects after `timeoutMs`. */
@@ -125,6 +173,8 @@ function round (x, digits = 4) {
 
 module.exports = {
   MS_PER_TICK,
+  GameClock,
+  gameClock,
   tick,
   clockMs,
   log,

@@ -22,8 +22,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import fcntl
 import itertools
 import json
@@ -36,16 +34,32 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
+from controller.protocol import (
+    BlockPlacement,
+    LowProgram,
+    PlayerPose,
+    PoseSample,
+    ProgramEvent,
+    RuleDirective,
+    StepReport,
+    Teleport,
+    Vec3,
+)
+from controller.supervise import Readiness, Supervised, spawn
+from controller.supervise import tail as log_tail
+from controller.supervise import terminate as terminate  # re-exported for older imports
 
 log = logging.getLogger(__name__)
+
+BatchArbiter = Callable[[str, ProgramEvent, dict[str, PlayerPose]], RuleDirective | None]
+"""The rules' hook into a running batch (same shape as `controller.worlds.base.Arbiter`)."""
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """Repository root: holds `bots/main.js` and `node_modules/`."""
@@ -63,8 +77,6 @@ REQUIRED_NODE_PACKAGES = (
 MIN_NODE_MAJOR = 20
 _CHILD_REQUEST_FD = 3
 _CHILD_RESPONSE_FD = 4
-_PR_SET_PDEATHSIG = 1
-_LOG_TAIL_LINES = 30
 
 
 class BridgeError(Exception):
@@ -123,11 +135,18 @@ class BridgeState(NamedTuple):
 class _Pending:
     """One request waiting for its response."""
 
-    __slots__ = ("done", "response")
+    __slots__ = ("done", "notify", "response")
 
-    def __init__(self) -> None:
+    def __init__(self, notify: queue.SimpleQueue[dict[str, Any] | None] | None = None) -> None:
         self.done = threading.Event()
         self.response: dict[str, Any] | None = None
+        self.notify = notify
+        """Also told (with None) when the answer arrives: the batch inbox of `run_programs`."""
+
+    def finish(self) -> None:
+        self.done.set()
+        if self.notify is not None:
+            self.notify.put(None)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -201,52 +220,11 @@ def check_node_modules(root: Path) -> Path:
     return modules
 
 
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """Last lines of a log file (best effort)."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 16384))
-            text = fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _load_libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name or "libc.so.6", use_errno=True)
-    except OSError:
-        return None
-
-
-_LIBC = _load_libc()
-
-
 def _high_fd(fd: int) -> int:
     """Move `fd` to a number >= 10 (close-on-exec) so the child's dup2 to 3/4 cannot clash."""
     new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(fd)
     return new
-
-
-def terminate(proc: subprocess.Popen[bytes], name: str, wait_s: float) -> None:
-    """Stop a child we started, by its PID: SIGTERM, then SIGKILL if it ignores it.
-
-    Args:
-        proc: The child.
-        name: Its name for the log.
-        wait_s: How long SIGTERM is given before SIGKILL.
-    """
-    proc.terminate()
-    try:
-        proc.wait(timeout=wait_s)
-    except subprocess.TimeoutExpired:
-        log.warning("%s pid=%d ignored SIGTERM; sending SIGKILL", name, proc.pid)
-        proc.kill()
-        proc.wait(timeout=5.0)
 
 
 class NodeBridge:
@@ -286,9 +264,10 @@ class NodeBridge:
         self._req_w: int | None = None
         self._resp_r: IO[bytes] | None = None
         self._reader: threading.Thread | None = None
-        self._log_fh: IO[bytes] | None = None
+        self._child: Supervised | None = None
         self._close_lock = threading.Lock()
         self._close_started = False
+        self._batch_inbox: queue.SimpleQueue[dict[str, Any] | None] | None = None
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -312,48 +291,37 @@ class NodeBridge:
         main_js = self.root / "bots" / "main.js"
         if not main_js.is_file():
             raise BridgeError("setup", f"{main_js} not found")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_fh = self.log_path.open("ab")
-
         req_r, req_w = os.pipe()  # Python writes req_w; the child reads it as fd 3
         resp_r, resp_w = os.pipe()  # the child writes fd 4; Python reads resp_r
         child_req, child_resp = _high_fd(req_r), _high_fd(resp_w)
-        libc = _LIBC
-        parent_pid = os.getpid()
 
-        def in_child() -> None:  # runs between fork and exec: keep it minimal
-            os.dup2(child_req, _CHILD_REQUEST_FD)  # dup2 targets are inheritable
+        def map_fds() -> None:  # between fork and exec: dup2 targets are inheritable
+            os.dup2(child_req, _CHILD_REQUEST_FD)
             os.dup2(child_resp, _CHILD_RESPONSE_FD)
-            if libc is not None:
-                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            # If the parent already died before prctl took effect, do not linger.
-            if os.getppid() != parent_pid:
-                os._exit(1)
 
         env = {**os.environ, **self.extra_env}
         env.setdefault("FORCE_COLOR", "0")  # plain text in the log file (flying-squid colours)
         try:
             # close_fds=False: with close_fds=True (which pass_fds implies) the child's
-            # fds 3 and 4, created in in_child(), would be closed again before exec.
+            # fds 3 and 4, created in map_fds(), would be closed again before exec.
             # Python's own descriptors are close-on-exec by default (PEP 446), so only
             # the two dup2'd pipe ends reach Node.
-            self.proc = subprocess.Popen(
+            self._child = spawn(
                 [node, str(main_js)],
-                cwd=str(self.root),
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_fh,
-                stderr=subprocess.STDOUT,
+                name="node",
+                log_path=self.log_path,
+                death_signal=signal.SIGKILL,
+                prepare=map_fds,
                 env=env,
+                cwd=self.root,
                 close_fds=False,
-                preexec_fn=in_child,  # needed for PDEATHSIG and the fd 3/4 mapping
             )
         except BaseException:
             for fd in (req_w, resp_r, child_req, child_resp):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            self._log_fh.close()
-            self._log_fh = None
             raise
+        self.proc = self._child.proc
         os.close(child_req)
         os.close(child_resp)
         self._req_w = req_w
@@ -362,18 +330,22 @@ class NodeBridge:
             target=self._read_loop, name=f"node-bridge-reader-{self.proc.pid}", daemon=True
         )
         self._reader.start()
-        log.info("started node bot runtime pid=%d (log: %s)", self.proc.pid, self.log_path)
 
-        deadline = time.monotonic() + self.ready_timeout_s
-        while not self._ready.wait(0.05):
-            if self._closed.is_set() or self.proc.poll() is not None:
-                msg = f"node exited during start-up (code {self.proc.poll()})"
-                self.close()
-                raise BridgeClosed(self._with_log(msg))
-            if time.monotonic() > deadline:
-                msg = f"no ready event from node within {self.ready_timeout_s:.0f} s"
-                self.close()
-                raise BridgeTimeout(self._with_log(msg))
+        # Ready on the `ready` event; a closed output channel means it is exiting.
+        readiness = self._child.wait_ready(
+            lambda: self._ready.wait(0.05) or self._closed.is_set(),
+            self.ready_timeout_s,
+            poll_s=0.0,
+        )
+        if readiness is Readiness.TIMEOUT:
+            msg = f"no ready event from node within {self.ready_timeout_s:.0f} s"
+            self.close()
+            raise BridgeTimeout(self._with_log(msg))
+        if readiness is Readiness.EXITED or not self._ready.is_set():
+            self._child.wait(2.0)
+            msg = f"node exited during start-up (code {self.proc.poll()})"
+            self.close()
+            raise BridgeClosed(self._with_log(msg))
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Shut the child down: `shutdown` request, EOF, then SIGTERM/SIGKILL by PID.
@@ -402,7 +374,7 @@ class NodeBridge:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 log.warning("node pid=%d did not exit; sending SIGTERM", proc.pid)
-                terminate(proc, "node", 2.0)
+                terminate(proc, "node", 2.0)  # by PID
         self._mark_closed("bridge closed")
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(timeout=2.0)
@@ -410,10 +382,8 @@ class NodeBridge:
             with contextlib.suppress(OSError):
                 self._resp_r.close()
             self._resp_r = None
-        if self._log_fh is not None:
-            with contextlib.suppress(OSError):
-                self._log_fh.close()
-            self._log_fh = None
+        if self._child is not None:
+            self._child.close_log()
 
     def __enter__(self) -> NodeBridge:
         if self.proc is None:
@@ -431,7 +401,7 @@ class NodeBridge:
     # ---- protocol -------------------------------------------------------------------
 
     def _with_log(self, message: str) -> str:
-        tail = _tail(self.log_path)
+        tail = log_tail(self.log_path)
         return f"{message}\n--- last lines of {self.log_path} ---\n{tail}" if tail else message
 
     def _mark_closed(self, reason: str) -> None:
@@ -441,7 +411,7 @@ class NodeBridge:
                 self._closed.set()
             pending = list(self._pending.values())
         for p in pending:
-            p.done.set()
+            p.finish()
 
     def _read_loop(self) -> None:
         stream = self._resp_r
@@ -474,6 +444,12 @@ class NodeBridge:
         if "event" in msg:
             if msg["event"] == "ready":
                 self._ready.set()
+            elif msg["event"] == "program_event":
+                inbox = self._batch_inbox
+                if inbox is None:
+                    log.warning("program event outside a batch: %r", line[:300])
+                else:
+                    inbox.put(msg)
             else:
                 self._events.put(msg)
             return
@@ -484,7 +460,7 @@ class NodeBridge:
             log.warning("response for unknown or abandoned request: %r", line[:300])
             return
         pending.response = msg
-        pending.done.set()
+        pending.finish()
 
     def request(
         self, op: str, args: Mapping[str, Any] | None = None, timeout_s: float = 30.0
@@ -508,12 +484,22 @@ class NodeBridge:
                 its late answer is dropped).
             BridgeClosed: The Node process is gone.
         """
+        req_id, pending = self._submit(op, args)
+        return self._await(op, req_id, pending, timeout_s)
+
+    def _submit(
+        self,
+        op: str,
+        args: Mapping[str, Any] | None,
+        notify: queue.SimpleQueue[dict[str, Any] | None] | None = None,
+    ) -> tuple[int, _Pending]:
+        """Write one request; the answer is awaited with `_await`."""
         if self.proc is None:
             raise BridgeClosed("bridge not started")
         if self._closed.is_set():
             raise BridgeClosed(self._with_log(f"cannot send {op}: {self._close_reason}"))
         req_id = next(self._ids)
-        pending = _Pending()
+        pending = _Pending(notify)
         with self._lock:
             self._pending[req_id] = pending
         data = (json.dumps({"id": req_id, "op": op, "args": dict(args or {})}) + "\n").encode()
@@ -533,6 +519,10 @@ class NodeBridge:
             with self._lock:
                 self._pending.pop(req_id, None)
             raise
+        return req_id, pending
+
+    def _await(self, op: str, req_id: int, pending: _Pending, timeout_s: float) -> dict[str, Any]:
+        """Wait for the answer of a submitted request and unpack it (see `request`)."""
         if not pending.done.wait(timeout_s):
             with self._lock:
                 self._pending.pop(req_id, None)
@@ -655,28 +645,100 @@ class NodeBridge:
         programs: Mapping[str, LowProgram],
         timeout_ms: int,
         *,
+        arbiter: BatchArbiter | None = None,
+        sample_interval: int = 10,
         margin_s: float = 15.0,
     ) -> StepReport:
         """Run each bot's steps concurrently; bots without a program stand still.
 
+        The game clock runs only during this call. With an `arbiter`, every `mark` and
+        `reached` event is handed to it here, in the calling thread, the moment Node
+        reports it (with every connected bot's pose at that tick); its directive goes
+        straight back and Node applies it before the acting bot's next step. If the
+        arbiter raises, the batch is frozen and the exception propagates once Node
+        has answered.
+
         Args:
             programs: Low-level program per agent id.
             timeout_ms: Deadline of every program (its steps are then cancelled).
+            arbiter: Called for each rule event; None streams nothing.
+            sample_interval: Most ticks between two pose samples.
             margin_s: Extra time allowed for the round trip beyond `timeout_ms`.
 
         Returns:
-            Every program's outcome and every bot's pose afterwards.
+            Every program's outcome, every bot's pose afterwards and the pose samples.
         """
+        if sample_interval < 1:
+            raise BridgeError(
+                "bad_request", f"sample_interval must be at least 1 tick, got {sample_interval}"
+            )
         payload = {
             agent: [step.model_dump(mode="json") for step in program.steps]
             for agent, program in programs.items()
         }
-        result = self.request(
-            "run_programs",
-            {"programs": payload, "timeout_ms": timeout_ms},
-            timeout_s=timeout_ms / 1000.0 + margin_s,
-        )
-        return StepReport.model_validate(result)
+        args = {
+            "programs": payload,
+            "timeout_ms": timeout_ms,
+            "sample_interval": sample_interval,
+            "arbiter": arbiter is not None,
+        }
+        inbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        timeout_s = timeout_ms / 1000.0 + margin_s
+        failure: BaseException | None = None
+        self._batch_inbox = inbox
+        try:
+            req_id, pending = self._submit("run_programs", args, notify=inbox)
+            deadline = time.monotonic() + timeout_s
+            # Until the answer's marker (None): every event queued before it is handled,
+            # even one whose program was cut short by its timeout.
+            while True:
+                try:
+                    msg = inbox.get(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    if time.monotonic() >= deadline:
+                        break
+                    continue
+                if msg is None:
+                    break
+                failure = self._arbitrate(msg, arbiter, failure)
+            result = self._await("run_programs", req_id, pending, 0.0)
+        finally:
+            self._batch_inbox = None
+        if failure is not None:
+            raise failure
+        return step_report(result)
+
+    def _arbitrate(
+        self,
+        msg: dict[str, Any],
+        arbiter: BatchArbiter | None,
+        failure: BaseException | None,
+    ) -> BaseException | None:
+        """Answer one `program_event` with the arbiter's directive; returns any failure."""
+        directive: RuleDirective | None = None
+        if arbiter is not None and failure is None:
+            try:
+                event = ProgramEvent.model_validate(msg["data"])
+                poses = {
+                    str(a): PlayerPose.model_validate(p)
+                    for a, p in dict(msg.get("players") or {}).items()
+                }
+                directive = arbiter(str(msg["agent"]), event, poses)
+            except Exception as exc:  # noqa: BLE001 - re-raised after the batch stops
+                failure = exc
+        if failure is not None:
+            directive = RuleDirective(freeze=True, reason=f"controller error: {failure}")
+        directive = directive or RuleDirective()
+        args = {"batch": msg.get("batch"), "seq": msg.get("seq"), **directive.model_dump()}
+        try:
+            self.request("directive", args, timeout_s=10.0)
+        except BridgeError as exc:
+            if exc.type != "bad_state":
+                raise
+            # The batch ended (its timeout) while the event was on its way: nothing
+            # is left to cancel; the report says how each program ended.
+            log.warning("directive for event %s came after its batch: %s", msg.get("seq"), exc)
+        return failure
 
     def teleport(
         self, moves: Mapping[str, Teleport], *, timeout_s: float = 30.0
@@ -786,6 +848,28 @@ class NodeBridge:
             {"agents": list(agents), "files": payload, "quality": quality},
             timeout_s=timeout_s,
         )
+
+
+def step_report(result: Mapping[str, Any]) -> StepReport:
+    """A `StepReport` from Node's `run_programs` result (samples in compact form)."""
+    data = dict(result)
+    return StepReport.model_validate({**data, "samples": _samples(data.pop("samples", None))})
+
+
+def _samples(compact: Any) -> list[PoseSample]:
+    """Pose samples from Node's compact form (see docs/bridge-protocol.md)."""
+    if not compact:
+        return []
+    agents = [str(a) for a in compact["agents"]]
+    out: list[PoseSample] = []
+    for tick, row in zip(compact["ticks"], compact["poses"], strict=True):
+        players = {
+            agent: PlayerPose(pos=(p[0], p[1], p[2]), yaw=p[3], pitch=p[4])
+            for agent, p in zip(agents, row, strict=True)
+            if p is not None
+        }
+        out.append(PoseSample(tick=int(tick), players=players))
+    return out
 
 
 def _poses(result: Mapping[str, Any]) -> dict[str, PlayerPose]:

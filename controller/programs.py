@@ -17,6 +17,7 @@ from controller.engine import Engine
 from controller.protocol import (
     ApproachStep,
     ChatStep,
+    ChatText,
     FollowStep,
     GotoStep,
     LookStep,
@@ -106,10 +107,15 @@ class KillTarget(_Action):
 
 
 class Say(_Action):
-    """Say one line in a meeting."""
+    """Say one line in a meeting.
+
+    The line is normalised and checked by the rule the bots apply too
+    (`world.chat.check_chat`): a newline becomes a space and is spoken; a line the
+    server would refuse is refused here, before dispatch, with the rule it breaks.
+    """
 
     op: Literal["say"] = "say"
-    text: str = Field(min_length=1, max_length=256)
+    text: ChatText
 
 
 class Wait(_Action):

@@ -21,9 +21,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-Vec3 = tuple[float, float, float]
+from world.chat import check_chat
+
+# Defined by the world package (which imports nothing of the controller); re-exported.
+from world.shapes import BlockPlacement as BlockPlacement
+from world.shapes import Vec3 as Vec3
+
+ChatText = Annotated[str, AfterValidator(check_chat)]
+"""A chat line under the rules shared with the bots (`world/chat_rules.json`): whitespace
+runs become one space, ends trimmed; then 1..256 UTF-16 units, no control characters or
+section sign, no leading `/`. Validation returns the normalised line."""
 
 
 class _Shape(BaseModel):
@@ -78,10 +87,10 @@ class WaitStep(_Shape):
 
 
 class ChatStep(_Shape):
-    """Send one chat line as this player."""
+    """Send one chat line as this player (normalised and checked as `ChatText`)."""
 
     op: Literal["chat"] = "chat"
-    text: str = Field(min_length=1, max_length=256)
+    text: ChatText
 
 
 class MarkStep(_Shape):
@@ -171,15 +180,6 @@ class RuleDirective(_Shape):
     """A meeting was called: stop every program in the batch at once."""
     reason: str = ""
     """Why (goes into each cancelled outcome's `reason`)."""
-
-
-class BlockPlacement(_Shape):
-    """One block to set: position and a Minecraft block name (e.g. `stone_bricks`)."""
-
-    x: int
-    y: int
-    z: int
-    block: str
 
 
 class Teleport(_Shape):

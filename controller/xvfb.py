@@ -16,7 +16,6 @@ controller: it gets SIGTERM when the thread that started it dies (Linux
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import select
@@ -24,12 +23,10 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
-from controller.bridge import _LIBC, _PR_SET_PDEATHSIG, terminate
+from controller.supervise import Readiness, Supervised, spawn
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +83,7 @@ class Xvfb:
         self.ready_timeout_s = ready_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
         self._display: str | None = None
-        self._log_fh: IO[bytes] | None = None
+        self._child: Supervised | None = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -123,20 +120,8 @@ class Xvfb:
         if self.proc is not None:
             raise XvfbError("Xvfb already started")
         executable = find_xvfb(self.executable)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log_fh = self.log_path.open("ab")
         # Xvfb writes the display number to this pipe once it accepts connections.
         ready_r, ready_w = os.pipe()
-        libc = _LIBC
-        parent_pid = os.getpid()
-
-        def in_child() -> None:  # runs between fork and exec: keep it minimal
-            if libc is not None:
-                # SIGTERM (not SIGKILL) so that Xvfb removes its lock file and socket.
-                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-            if os.getppid() != parent_pid:  # the parent died before prctl took effect
-                os._exit(1)
-
         cmd = [
             executable,
             "-displayfd",
@@ -148,19 +133,20 @@ class Xvfb:
             "tcp",
         ]
         try:
-            self.proc = subprocess.Popen(
+            # SIGTERM (not SIGKILL) at the parent's death, so Xvfb removes its lock
+            # file and socket.
+            self._child = spawn(
                 cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_fh,
-                stderr=subprocess.STDOUT,
+                name="Xvfb",
+                log_path=self.log_path,
+                death_signal=signal.SIGTERM,
                 pass_fds=(ready_w,),
-                preexec_fn=in_child,  # needed for PDEATHSIG
             )
         except OSError as exc:
             os.close(ready_r)
             os.close(ready_w)
-            self._close_log()
             raise XvfbError(f"cannot start {executable}: {exc}") from exc
+        self.proc = self._child.proc
         os.close(ready_w)
         try:
             number = self._read_display(ready_r)
@@ -170,38 +156,34 @@ class Xvfb:
         finally:
             os.close(ready_r)
         self._display = f":{number}"
-        log.info(
-            "started Xvfb pid=%d on display %s (log: %s)",
-            self.proc.pid,
-            self._display,
-            self.log_path,
-        )
+        log.info("Xvfb pid=%d serves display %s", self.proc.pid, self._display)
         return self._display
 
     def _read_display(self, fd: int) -> int:
         """Read the display number Xvfb writes to `fd` (a line such as `99\\n`)."""
-        proc = self.proc
-        assert proc is not None
-        deadline = time.monotonic() + self.ready_timeout_s
-        data = b""
-        while b"\n" not in data:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise XvfbError(
-                    f"Xvfb reported no display within {self.ready_timeout_s:.0f} s "
-                    f"(see {self.log_path})"
-                )
-            readable, _, _ = select.select([fd], [], [], min(remaining, 0.1))
+        child = self._child
+        assert child is not None
+        got = bytearray()
+        eof = False
+
+        def written() -> bool:
+            nonlocal eof
+            readable, _, _ = select.select([fd], [], [], 0.1)
             if readable:
                 chunk = os.read(fd, 64)
-                if not chunk:  # EOF: Xvfb exited (or closed the fd) without a display
-                    break
-                data += chunk
-            elif proc.poll() is not None:
-                break
-        text = data.decode("ascii", errors="replace").strip()
+                eof = not chunk  # EOF: Xvfb exited (or closed the fd) without a display
+                got.extend(chunk)
+            return b"\n" in got or eof
+
+        readiness = child.wait_ready(written, self.ready_timeout_s, poll_s=0.0)
+        if readiness is Readiness.TIMEOUT:
+            raise XvfbError(
+                f"Xvfb reported no display within {self.ready_timeout_s:.0f} s "
+                f"(see {self.log_path})"
+            )
+        text = bytes(got).decode("ascii", errors="replace").strip()
         if not text.isdigit():
-            code = proc.poll()
+            code = child.proc.poll()
             raise XvfbError(
                 f"Xvfb did not start (exit code {code}, reported {text!r}); see {self.log_path}"
             )
@@ -217,18 +199,8 @@ class Xvfb:
             if self._closed:
                 return
             self._closed = True
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            terminate(proc, "Xvfb", timeout_s)
-        elif proc is not None:
-            proc.wait()
-        self._close_log()
-
-    def _close_log(self) -> None:
-        if self._log_fh is not None:
-            with contextlib.suppress(OSError):
-                self._log_fh.close()
-            self._log_fh = None
+        if self._child is not None:
+            self._child.stop(timeout_s)  # by PID: SIGTERM, then SIGKILL
 
     def __enter__(self) -> Xvfb:
         if self.proc is None:

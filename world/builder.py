@@ -7,7 +7,7 @@ space above the floor is air (a flat or void world).
 
 from __future__ import annotations
 
-from controller.protocol import BlockPlacement
+from world.shapes import BlockPlacement
 from world.spec import Cell, MapSpec, wall_cells
 
 STATION_BLOCK = "emerald_block"

@@ -28,7 +28,7 @@ from array import array
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 
-from controller.protocol import Vec3
+from world.shapes import Vec3
 from world.spec import Cell, MapSpec
 
 HALLWAY = "hallway"

@@ -129,11 +129,28 @@ class MinecraftWorld:
         arbiter: Arbiter | None = None,
         sample_interval: int = 10,
     ) -> StepReport:
-        """Run a batch of programs on the bots."""
+        """Run a batch of programs on the bots (the game clock runs only meanwhile).
+
+        Rule events reach `arbiter` as Node reports them; see
+        `controller.bridge.NodeBridge.run_programs`.
+        """
         try:
-            return self._b().run_programs(programs, timeout_ms)
+            report = self._b().run_programs(
+                programs, timeout_ms, arbiter=arbiter, sample_interval=sample_interval
+            )
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc
+        ticks = [s.tick for s in report.samples]
+        gap = max((b - a for a, b in zip(ticks, ticks[1:], strict=False)), default=0)
+        if gap > sample_interval:
+            # Node's sampler keeps a tick of margin; a larger gap means its event loop
+            # stalled. The samples are still true poses at their ticks, only sparser.
+            log.warning(
+                "pose samples %d ticks apart (interval %d): the Node event loop stalled",
+                gap,
+                sample_interval,
+            )
+        return report
 
     def teleport(self, moves: dict[str, Teleport]) -> dict[str, PlayerPose]:
         """Server-side teleports."""

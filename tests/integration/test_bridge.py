@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from controller.bridge import BotSpec, BridgeError, NodeBridge, free_port
+from controller.bridge import BotSpec, BridgeError, NodeBridge, free_port, step_report
 from controller.protocol import (
     ApproachStep,
     BlockPlacement,
@@ -33,6 +33,9 @@ from controller.protocol import (
     LookStep,
     LowProgram,
     MarkStep,
+    PlayerPose,
+    ProgramEvent,
+    RuleDirective,
     StepReport,
     Teleport,
     TurnStep,
@@ -276,7 +279,7 @@ def test_invalid_step_shapes(world: World) -> None:
             "timeout_ms": 5000,
         },
     )
-    report = StepReport.model_validate(raw)
+    report = step_report(raw)
     for a in ("black", "white", "blue", "green", "pink", "ghost"):
         out = report.outcomes[a]
         assert out.status == "invalid", (a, out)
@@ -294,6 +297,30 @@ def test_chat_reaches_others_attributed(world: World) -> None:
     time.sleep(0.5)
     msgs = world.bridge.inspect()["bots"]["blue"]["messages"]
     assert {"from": "Red", "text": text} in [{"from": m["from"], "text": m["text"]} for m in msgs]
+
+
+def test_a_newline_in_chat_is_normalised_and_spoken(world: World) -> None:
+    # Straight to Node (Python would normalise first): the bots apply the same rule.
+    raw = world.bridge.request(
+        "run_programs",
+        {
+            "programs": {
+                "red": [{"op": "chat", "text": "I saw Blue\n\nnear  the body "}],
+                "blue": [{"op": "chat", "text": " \n/kill Red"}],
+            },
+            "timeout_ms": 5000,
+        },
+    )
+    report = step_report(raw)
+    (ev,) = report.outcomes["red"].events
+    assert ev.text == "I saw Blue near the body"
+    refused = report.outcomes["blue"]
+    assert refused.status == "invalid" and "may not start with '/'" in refused.reason
+    time.sleep(0.5)
+    msgs = world.bridge.inspect()["bots"]["green"]["messages"]
+    assert {"from": "Red", "text": "I saw Blue near the body"} in [
+        {"from": m["from"], "text": m["text"]} for m in msgs
+    ]
 
 
 def test_broadcast_is_a_server_message(world: World) -> None:
@@ -416,6 +443,132 @@ def test_uncaught_exception_answers_and_keeps_serving(world: World) -> None:
     assert err.value.type == "uncaught_exception"
     report = world.run({a: [MarkStep(tag="still here")] for a in IDS})
     assert all(o.status == "ok" for o in report.outcomes.values())
+
+
+def _home(world: World, agents: list[str]) -> None:
+    """Put these bots back at their start positions (server-side, no game time)."""
+    starts = start_positions()
+    world.bridge.teleport({a: Teleport(pos=starts[a]) for a in agents})
+    time.sleep(0.3)  # let momentum from the teleport die out
+
+
+def test_a_wall_pause_between_batches_is_not_game_time(world: World) -> None:
+    first = world.run({"red": [WaitStep(ticks=10), MarkStep(tag="end")]})
+    assert first.outcomes["red"].status == "ok"
+    tick = world.bridge.state().tick
+    assert tick == first.tick
+    time.sleep(2.0)  # a model thinking
+    assert world.bridge.state().tick == tick
+    world.bridge.teleport({"red": Teleport(pos=start_positions()["red"])})
+    assert world.bridge.state().tick == tick  # a teleport is no game time either
+    second = world.run({"red": [MarkStep(tag="start"), WaitStep(ticks=10)]})
+    out = second.outcomes["red"]
+    assert out.start_tick == tick and out.events[0].tick == tick
+    assert 10 <= second.tick - tick <= 12
+
+
+def test_a_cancel_directive_stops_one_bot_mid_walk(world: World) -> None:
+    _home(world, ["red", "blue", "white"])
+    calls: list[tuple[str, ProgramEvent, dict[str, PlayerPose]]] = []
+
+    def arbiter(
+        agent: str, event: ProgramEvent, poses: dict[str, PlayerPose]
+    ) -> RuleDirective | None:
+        calls.append((agent, event, poses))
+        return RuleDirective(cancel=["red"], reason="killed") if event.tag == "kill" else None
+
+    far = (26.5, Y, 0.5)
+    report = world.bridge.run_programs(
+        {
+            "red": LowProgram(steps=[GotoStep(pos=far), MarkStep(tag="arrived")]),
+            "blue": LowProgram(steps=[GotoStep(pos=(-0.5, Y, -4.5), range=0.5)]),
+            "white": LowProgram(steps=[WaitStep(ticks=40), MarkStep(tag="kill")]),
+        },
+        20000,
+        arbiter=arbiter,
+        sample_interval=5,
+    )
+    (agent, event, poses) = calls[0]
+    assert (agent, event.tag) == ("white", "kill") and len(calls) == 1
+    assert set(poses) == set(IDS)
+    red = report.outcomes["red"]
+    assert red.status == "cancelled" and red.reason == "killed", red
+    assert red.events == []  # the walk never reached its end mark
+    assert event.tick <= red.end_tick <= event.tick + 1
+    at_kill = poses["red"].pos
+    assert dist(at_kill, start_positions()["red"]) > 3.0  # it was mid-walk
+    assert dist(report.players["red"].pos, at_kill) < 1.0  # and stopped there
+    assert report.outcomes["white"].status == "ok"
+    assert report.outcomes["blue"].status == "ok"  # the others played on
+    time.sleep(0.5)
+    assert dist(world.pose("red"), report.players["red"].pos) < 0.3
+    # Samples: dense, from the batch's start to its end, and they follow the walk.
+    ticks = [s.tick for s in report.samples]
+    assert ticks[0] == red.start_tick and ticks[-1] == report.tick
+    assert all(0 < b - a <= 5 for a, b in zip(ticks, ticks[1:], strict=False)), ticks
+    for a, b in zip(report.samples, report.samples[1:], strict=False):
+        step = dist(a.players["red"].pos, b.players["red"].pos)
+        assert step <= 0.45 * (b.tick - a.tick) + 0.2, (a.tick, b.tick, step)
+    near_kill = min(report.samples, key=lambda smp: abs(smp.tick - event.tick))
+    assert dist(near_kill.players["red"].pos, at_kill) < 1.5
+    assert dist(report.samples[-1].players["red"].pos, report.players["red"].pos) < 0.1
+    assert set(report.samples[0].players) == set(IDS)
+
+
+def test_freeze_stops_every_bot_and_the_clock(world: World) -> None:
+    _home(world, ["red", "blue", "green", "white"])
+    seen: dict[str, Any] = {}
+
+    def arbiter(
+        agent: str, event: ProgramEvent, poses: dict[str, PlayerPose]
+    ) -> RuleDirective | None:
+        if event.tag != "report":
+            return None
+        seen.update(tick=event.tick, poses=poses)
+        return RuleDirective(freeze=True, reason="meeting")
+
+    t0 = time.monotonic()
+    report = world.bridge.run_programs(
+        {
+            "red": LowProgram(steps=[GotoStep(pos=(26.5, Y, 0.5))]),
+            "blue": LowProgram(steps=[FollowStep(agent="red", ticks=400)]),
+            "green": LowProgram(steps=[WaitStep(ticks=400)]),
+            "white": LowProgram(
+                steps=[WaitStep(ticks=30), MarkStep(tag="report"), WaitStep(ticks=5)]
+            ),
+        },
+        20000,
+        arbiter=arbiter,
+    )
+    assert time.monotonic() - t0 < 5.0
+    assert {o.status for o in report.outcomes.values()} == {"cancelled"}, report.outcomes
+    assert {o.reason for o in report.outcomes.values()} == {"meeting"}
+    assert report.tick == seen["tick"]  # the meeting's tick ends the batch's game time
+    assert all(o.end_tick == seen["tick"] for o in report.outcomes.values())
+    assert world.bridge.state().tick == seen["tick"]
+    for a in ("red", "blue"):
+        assert dist(report.players[a].pos, seen["poses"][a].pos) < 1.0, a
+    time.sleep(0.5)
+    assert dist(world.pose("red"), report.players["red"].pos) < 0.3
+
+
+def test_an_arbiter_error_freezes_the_batch_and_is_raised(world: World) -> None:
+    def arbiter(
+        agent: str, event: ProgramEvent, poses: dict[str, PlayerPose]
+    ) -> RuleDirective | None:
+        raise ValueError("rules crashed")
+
+    with pytest.raises(ValueError, match="rules crashed"):
+        world.bridge.run_programs(
+            {
+                "red": LowProgram(steps=[MarkStep(tag="x"), WaitStep(ticks=200)]),
+                "blue": LowProgram(steps=[WaitStep(ticks=200)]),
+            },
+            20000,
+            arbiter=arbiter,
+        )
+    report = world.run({"red": [MarkStep(tag="after")]})  # the runtime serves on
+    assert report.outcomes["red"].status == "ok"
 
 
 def test_external_mode_through_operator_commands(world: World, tmp_path: Path) -> None:
