@@ -266,11 +266,10 @@ class Game:
     def _progress_line(self, extra: str = "") -> None:
         e = self.engine
         tally = e.task_progress()
-        counts = self.counts
         line = (
             f"step {e.step:>3}/{e.rules.max_steps} {e.phase:<9} tick {e.tick:>6} "
             f"alive {len(e.agents)}/{len(e.possible_agents)} tasks {tally.done}/{tally.total} "
-            f"kills {counts['kills']} meetings {counts['meetings']}"
+            f"kills {len(e.bodies)} meetings {e.meetings_held}"
         )
         self.progress(line + (f"  {extra}" if extra else ""))
 

@@ -67,6 +67,7 @@ class RuleArbiter:
         if agent in where:
             where[agent] = event.pos
         events: list[EventBase] = e.check_presence(where, tick)
+        lying = e.body_markers()  # a called meeting clears them: keep what lay there
         events += self._apply(agent, event)
         s.emit(events)
         views = {a: (p.pos, p.yaw) for a, p in living_poses.items()}
@@ -79,7 +80,7 @@ class RuleArbiter:
                 s.record_visibility("kill", ev.killer, tick, views)
                 directive = RuleDirective(cancel=[ev.victim], reason=f"killed by {ev.killer}")
             elif isinstance(ev, MeetingStart):
-                s.record_visibility(ev.trigger, ev.caller, tick, views)
+                s.record_visibility(ev.trigger, ev.caller, tick, views, lying)
                 directive = RuleDirective(freeze=True, reason=f"meeting called by {ev.caller}")
         if e.phase == "over":
             return RuleDirective(

@@ -116,15 +116,21 @@ class Session:
             )
         self.emit(Positions(players=players, cause=cause, **self.base()))
 
-    def sight(self, poses: Mapping[str, tuple[Vec3, float]] | None = None) -> Sight:
-        """Who each living player perceives, from `poses` (default: the engine's)."""
+    def sight(
+        self,
+        poses: Mapping[str, tuple[Vec3, float]] | None = None,
+        bodies: Mapping[str, Vec3] | None = None,
+    ) -> Sight:
+        """Who each living player perceives, from `poses` (default: the engine's), and
+        which of `bodies` (default: the bodies lying now)."""
         e = self.engine
         living = e.agents
         if poses is None:
             poses = {a: (e.players[a].pos, e.players[a].yaw) for a in living}
         viewers = {a: poses[a] for a in living if a in poses}
         targets = {a: viewers[a][0] for a in viewers}
-        return self.perception.snapshot(viewers, targets, e.body_markers())
+        lying = e.body_markers() if bodies is None else bodies
+        return self.perception.snapshot(viewers, targets, lying)
 
     def record_visibility(
         self,
@@ -132,9 +138,10 @@ class Session:
         subject: str | None = None,
         tick: int | None = None,
         poses: Mapping[str, tuple[Vec3, float]] | None = None,
+        bodies: Mapping[str, Vec3] | None = None,
     ) -> Sight:
         """Log who perceives whom now (or at a rule event's tick, from its poses)."""
-        sight = self.sight(poses)
+        sight = self.sight(poses, bodies)
         base = self.base() if tick is None else {"step": self.engine.step, "tick": tick}
         self.emit(
             Visibility(

@@ -48,10 +48,15 @@ class ProbeGame(Game):
     """A Game that remembers the engine's live state at every step."""
 
     live: dict[int, dict[str, tuple[str, str]]]
+    marker_mismatches: list[str]
 
     def after_step(self) -> None:
         if not hasattr(self, "live"):
-            self.live = {}
+            self.live, self.marker_mismatches = {}, []
+        if isinstance(self.world, FakeWorld):
+            shown = sorted(self.world._markers().values())
+            if shown != sorted(self.engine.body_markers()):
+                self.marker_mismatches.append(f"step {self.engine.step}: world shows {shown}")
         self.live[self.engine.step] = {
             a: (self.geometry.room_at(p.pos), p.status) for a, p in self.engine.players.items()
         }
@@ -78,6 +83,7 @@ def quick(seed: int, **rules: Any) -> GameConfig:
 def test_scripted_games_finish_by_the_rules(seed: int, tmp_path: Path) -> None:
     result, game = play(quick(seed), tmp_path)
     assert result.status == "ok"
+    assert game.marker_mismatches == []  # the world's body markers are the engine's bodies
     assert result.ending in {"impostors_outnumber", "impostors_ejected", "tasks_done", "timeout"}
     events = read_events(tmp_path / "events.jsonl")
     assert log_violations(events) == []
@@ -124,6 +130,19 @@ def test_same_seed_same_engine_events(tmp_path: Path) -> None:
     play(quick(12), tmp_path / "c")
     c = rule_events(read_events(tmp_path / "c" / "events.jsonl"))
     assert a != c
+
+
+def test_determinism_check_catches_a_game_that_changes(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def drifting(config: GameConfig, out: Path) -> Path:
+        # the second game is played with another seed: a planted nondeterminism
+        calls.append(1)
+        play(config.model_copy(update={"seed": config.seed + len(calls) - 1}), out)
+        return out / "events.jsonl"
+
+    diffs = determinism_check(drifting, quick(11, max_steps=6), tmp_path)
+    assert diffs
 
 
 def test_timeout_ending_uses_configured_winner(tmp_path: Path) -> None:
@@ -535,6 +554,14 @@ def test_log_v2_answers_the_measurement_questions(tmp_path: Path) -> None:
     for vis in (ev for ev in events if isinstance(ev, Visibility)):
         for a, seen in vis.sees.items():
             assert set(seen) <= set(vis.near[a])
+    reports = [ev for ev in events if ev.kind == "report"]
+    for r in reports:
+        at = next(
+            ev
+            for ev in events
+            if isinstance(ev, Visibility) and ev.cause == "report" and ev.tick == r.tick
+        )
+        assert at.subject == r.reporter and r.victim in at.bodies_near[r.reporter]
     causes = {ev.cause for ev in events if isinstance(ev, Visibility)}
     assert {"setup", "step_end", "kill", "meeting_seats"} <= causes
     assert causes & {"report", "emergency"}
