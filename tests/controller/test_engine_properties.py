@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -139,6 +141,11 @@ def check_state(e: Engine) -> None:
 @given(seed=st.integers(0, 50), acts=ACTS)
 def test_engine_invariants(seed: int, acts: list[Act]) -> None:
     e, out = drive(seed, acts)
+    check_events(e, out)
+
+
+def check_events(e: Engine, out: list[tuple[int, list[EventBase]]]) -> None:
+    """Invariants of the event stream an action sequence produced."""
     ending_seen = None
     last_kill: dict[str, int] = {}
     meeting_ticks: list[int] = []
@@ -203,3 +210,28 @@ def test_task_start_events_only_for_real_starts() -> None:
     s = e.players[crew].tasks[0]
     assert [type(x) for x in e.start_task(crew, s, 0, STATIONS[s])] == [TaskStart]
     assert e.start_task(crew, s, 5, STATIONS[s]) == []  # resuming: no new start
+
+
+def test_the_invariants_catch_free_task_credit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plant bug 2 (a meeting keeps task progress) and see the invariants fail."""
+    real = Engine._interrupt
+
+    def keep_on_meeting(self: Engine, agent: str, reason: Any, tick: int) -> list[EventBase]:
+        return [] if reason == "meeting" else real(self, agent, reason, tick)
+
+    probe = Engine(RULES, AGENTS, 3, STATIONS, BUTTON, room_at=lambda p: "hall")
+    crew = next(a for a in AGENTS if probe.players[a].role == "crewmate")
+    c, s = AGENTS.index(crew), probe.players[crew].tasks[0]
+    other = next(i for i, a in enumerate(AGENTS) if a != crew)
+    acts = [
+        Act("start", c, 0, s, 0, True),
+        Act("button", other, 0, 0, 25, True),
+        Act("vote", 0, 1, 0, 1, True),
+        Act("finish", c, 0, s, 25, True),
+    ]
+    e, out = drive(3, acts)
+    check_events(e, out)  # the real engine passes
+    monkeypatch.setattr(Engine, "_interrupt", keep_on_meeting)
+    with pytest.raises(AssertionError):
+        e, out = drive(3, acts)
+        check_events(e, out)
