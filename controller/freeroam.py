@@ -44,6 +44,7 @@ def free_roam_step(s: Session) -> None:
     report = run_batch(s, programs, arbiter)
     world_ms = (time.perf_counter() - t_world) * 1000
     finish_batch(s, report, arbiter)
+    s.on_step_end()
     s.timings.append(
         StepTiming(
             step=e.step,

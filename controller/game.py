@@ -166,6 +166,7 @@ class Game:
             progress=self.progress,
             seat_index=self.seat_index,
             started=started,
+            on_step_end=self.after_step,
         )
         self.session = s
         e = self.engine
@@ -175,9 +176,8 @@ class Game:
             while e.check_end() is None:
                 free_roam_step(s)
                 self._progress_line()
-                self.after_step()
                 if e.phase in ("meeting", "voting") and e.check_end() is None:
-                    self._meeting(s)
+                    meeting(s)
             end = e.end_event()
         except GameInvalid as exc:
             log.error("game invalid: %s", exc)
@@ -205,20 +205,6 @@ class Game:
             loop.close()
             result = self._write_summary(end, started)
         return result
-
-    def _meeting(self, s: Session) -> None:
-        """Hand the meeting to its step kind, with a probe call after each step."""
-        inner = s.progress
-
-        def progress(line: str) -> None:
-            inner(line)
-            self.after_step()
-
-        s.progress = progress
-        try:
-            meeting(s)
-        finally:
-            s.progress = inner
 
     def _emit_start(self) -> None:
         spec, digest = map_record(self.spec)

@@ -93,6 +93,7 @@ def talk_step(s: Session, speaker: str, seat_everyone: bool = False) -> None:
     if any(isinstance(ev, Speech) and ev.text for ev in events):
         s.observer.add_chat("speech", text, speaker)
     s.record_positions(report.players, "step_end")
+    s.on_step_end()
     s.timings.append(
         StepTiming(
             step=e.step,
@@ -166,6 +167,7 @@ def vote_step(s: Session, seat_everyone: bool = False) -> None:
     e.set_tick(tick)
     s.record_positions(poses, "vote_end")
     e.check_end()
+    s.on_step_end()
     s.timings.append(
         StepTiming(
             step=e.step,

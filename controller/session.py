@@ -75,6 +75,8 @@ class Session:
     markers: dict[str, BlockPlacement] = field(default_factory=dict)
     """Victim -> the marker block the world shows for its body."""
     started: float = field(default_factory=time.monotonic)
+    on_step_end: Callable[[], None] = lambda: None
+    """Called by every step kind when its step is over (the game's probe hook)."""
 
     # ------------------------------------------------------------------ log
     def emit(self, events: list[EventBase] | EventBase) -> None:
