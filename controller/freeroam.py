@@ -119,7 +119,16 @@ def finish_batch(s: Session, report: StepReport, arbiter: RuleArbiter) -> None:
     e = s.engine
     write_trace(s, report)
     final = dict(report.players)
-    # a task still in progress must still be standing at its station at the end
+    # a task still held must have been held all along: every pose sample since its
+    # start, and the end of the batch, must find its player at the station
+    for sample in report.samples:
+        held = {
+            a: pose.pos
+            for a, pose in sample.players.items()
+            if (run := e.task_in_progress(a)) is not None and run.start_tick <= sample.tick
+        }
+        if held:
+            s.emit(e.check_presence(held, sample.tick))
     s.emit(e.check_presence({a: p.pos for a, p in final.items() if e.players[a].alive}, e.tick))
     s.record_positions(final, "step_end")
     # the programs ran in free roam even when a meeting froze them: what everyone saw
