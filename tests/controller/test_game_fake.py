@@ -576,3 +576,51 @@ def test_log_v2_answers_the_measurement_questions(tmp_path: Path) -> None:
     # the log refuses to be appended to
     with pytest.raises(LogExistsError):
         Game(config, SPEC, FakeWorld(geometry), agents, tmp_path)
+
+
+class Shoving(FakeWorld):
+    """Reports one player holding a task as pushed off its station in one pose sample."""
+
+    shoved: tuple[str, int] | None = None
+
+    def run_programs(self, programs: Any, timeout_ms: int, *args: Any, **kw: Any) -> Any:
+        report = super().run_programs(programs, timeout_ms, *args, **kw)
+        if self.shoved is not None or len(report.samples) < 3:
+            return report
+        for agent, outcome in sorted(report.outcomes.items()):
+            tags = [m.tag or "" for m in outcome.events]
+            if any(t.startswith("task_start") for t in tags) and not any(
+                t.startswith("task_done") for t in tags
+            ):
+                sample = report.samples[-2]
+                x, y, z = sample.players[agent].pos
+                moved = sample.players[agent].model_copy(update={"pos": (x + 6.0, y, z)})
+                players = {**sample.players, agent: moved}
+                samples = list(report.samples)
+                samples[-2] = sample.model_copy(update={"players": players})
+                self.shoved = (agent, sample.tick)
+                return report.model_copy(update={"samples": samples})
+        return report
+
+
+def test_a_break_seen_in_the_pose_samples_loses_the_task(tmp_path: Path) -> None:
+    config = resolve_config(
+        "quick",
+        overrides={
+            "seed": 2,
+            "step_timeout_ms": 8000,
+            "frames": "off",
+            "rules": {"task_ticks": 400, "max_steps": 6},
+        },
+    )
+    world = Shoving(ShipGeometry(SPEC))
+    play(config, tmp_path, world=world)
+    assert world.shoved is not None
+    agent, tick = world.shoved
+    events = read_events(tmp_path / "events.jsonl")
+    lost = [
+        ev
+        for ev in events
+        if ev.kind == "task_interrupted" and ev.agent == agent and ev.tick == tick
+    ]
+    assert lost and lost[0].reason == "left_station"
