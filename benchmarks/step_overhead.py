@@ -9,7 +9,7 @@ rendering is measured on its own by `benchmarks/render.py`. The same is measured
 the in-process fake world for comparison. Then a quick scripted game is played
 and its wall time printed.
 
-Run: python benchmarks/step_overhead.py [--steps 40] [--seed 1]
+Run: python benchmarks/step_overhead.py [--steps 40] [--seed 1] [--fake-only]
 """
 
 from __future__ import annotations
@@ -65,6 +65,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip-game", action="store_true", help="only the overhead figures")
+    parser.add_argument(
+        "--fake-only", action="store_true", help="only the fake world (no Minecraft server)"
+    )
     args = parser.parse_args()
     config = resolve_config(
         "quick",
@@ -80,6 +83,14 @@ def main() -> int:
     )
     with tempfile.TemporaryDirectory() as tmp:
         fake = overhead("fake", config, Path(tmp) / "fake")
+        if args.fake_only:
+            print(f"steps measured: {len(fake) - 1} (8 agents, first step excluded)")
+            print(
+                "median overhead per 8-agent step (fake world, controller only): "
+                f"{statistics.median(fake[1:]):.1f} ms "
+                f"(p90 {statistics.quantiles(fake[1:], n=10)[-1]:.1f} ms)"
+            )
+            return 0
         t0 = time.monotonic()
         real = overhead("minecraft", config, Path(tmp) / "real")
         setup_and_steps = time.monotonic() - t0

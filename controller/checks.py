@@ -49,6 +49,8 @@ RULE_KINDS = {
 
 
 def _actor(ev: Event) -> str | None:
+    if isinstance(ev, ProgramRun) and ev.status == "cancelled":
+        return None  # the world's account of a program the rules stopped (a kill's victim)
     if isinstance(ev, Decision | ProgramRun | TaskDone):
         return ev.agent
     if isinstance(ev, Report):
@@ -182,18 +184,37 @@ def rule_events(events: list[Event]) -> list[dict[str, Any]]:
     return [ev.model_dump(exclude={"wall", "game_id"}) for ev in events if ev.kind in RULE_KINDS]
 
 
+DETERMINISM_KINDS = frozenset(
+    {"task_start", "task_interrupted", "action_rejected", "eject", "game_end"}
+)
+"""Engine events compared by `determinism_check` beside `RULE_KINDS`."""
+
+
 def determinism_check(
     play: Callable[[GameConfig, Path], Path], config: GameConfig, tmp: Path
 ) -> list[str]:
     """Play the same config twice; return the differences in engine events (none = pass).
+
+    Every event the engine decides is compared (kills, task starts, interruptions and
+    completions, reports, meetings, turns, ballots, ejections, rejections, the end),
+    with its tick; wall times and the game id are left out.
 
     Args:
         play: Plays one game with a config into a folder and returns the log's path.
         config: The configuration (its seed fixes everything).
         tmp: A scratch folder.
     """
-    a = rule_events(read_events(play(config, tmp / "a")))
-    b = rule_events(read_events(play(config, tmp / "b")))
+
+    def engine_events(path: Path) -> list[dict[str, Any]]:
+        kinds = RULE_KINDS | DETERMINISM_KINDS
+        return [
+            ev.model_dump(exclude={"wall", "game_id"})
+            for ev in read_events(path)
+            if ev.kind in kinds
+        ]
+
+    a = engine_events(play(config, tmp / "a"))
+    b = engine_events(play(config, tmp / "b"))
     diffs = [f"event {i}: {x} != {y}" for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y]
     if len(a) != len(b):
         diffs.append(f"{len(a)} events vs {len(b)}")

@@ -149,6 +149,9 @@ class GameConfig(_Frozen):
     `off` renders none (observations then carry no picture)."""
     colors: tuple[str, ...] = DEFAULT_COLORS
     """Seat colours, which are also the agent ids, in seat order."""
+    sample_interval_ticks: int = Field(default=10, ge=1, le=10)
+    """Ticks between the free-roam pose samples logged as `trace` events (at most 10,
+    so that "I passed through Electrical" can be checked from the log)."""
 
     def agent_ids(self) -> list[str]:
         """The ids of all seats (PettingZoo's `possible_agents`)."""

@@ -3,14 +3,20 @@
 Pure and deterministic: it imports nothing from Minecraft, keeps no global state,
 draws every random choice from one seeded generator, and reports everything it
 decides as events. The step loop feeds it what happened in the world (which may
-be the real Minecraft world or the in-process fake one), in tick order.
+be the real Minecraft world or the in-process fake one), in tick order, as each
+thing happens (see `controller.intents`).
+
+Every action is judged at the tick it was attempted, and every event (a rejection
+too) carries that tick. The endings are checked after every rule event, and the
+first ending is final: after it every action is refused, so nothing later in the
+same step can overturn it.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -18,16 +24,20 @@ from controller.config import RulesConfig
 from controller.events import (
     ActionRejected,
     Emergency,
+    ErrorKind,
     EventBase,
     GameEnd,
     Kill,
     MeetingEnd,
+    MeetingOutcome,
     MeetingStart,
     Report,
     Role,
     Speech,
     Status,
     TaskDone,
+    TaskInterrupted,
+    TaskStart,
     Vec3,
     Vote,
 )
@@ -35,11 +45,21 @@ from controller.events import Eject as EjectEvent
 
 Phase = Literal["free_roam", "meeting", "voting", "over"]
 SKIP = "skip"
+InterruptReason = Literal["left_station", "meeting", "killed", "step_end"]
 
 
 def distance(a: Vec3, b: Vec3) -> float:
     """Euclidean distance in blocks."""
     return math.dist(a, b)
+
+
+@dataclass
+class TaskRun:
+    """A task a player is standing at and has not finished."""
+
+    station: int
+    start_tick: int
+    fake: bool
 
 
 @dataclass
@@ -55,6 +75,9 @@ class Player:
     yaw: float = 0.0
     emergencies: int = 0
     kill_ready_tick: int = 0
+    task: TaskRun | None = None
+    """The task in progress, if any (progress is lost when the player leaves the
+    station, is killed, or a meeting is called)."""
 
     @property
     def alive(self) -> bool:
@@ -76,9 +99,23 @@ class Body:
     cleared: bool = False
 
 
+@dataclass(frozen=True)
+class Ballot:
+    """One voter's ballot: a living player's id, `skip`, or None (an abstention).
+
+    A `failed` ballot is one the agent could not cast (its error kind and message
+    say why); it is an abstention that counts for nobody, never a skip.
+    """
+
+    target: str | None
+    failed: bool = False
+    error_kind: ErrorKind = ""
+    error: str = ""
+
+
 @dataclass
 class Meeting:
-    """A meeting in progress."""
+    """A meeting in progress (and, once over, its record)."""
 
     index: int
     trigger: Literal["report", "emergency"]
@@ -86,10 +123,16 @@ class Meeting:
     victim: str | None
     order: list[str]
     start_tick: int
+    start_step: int
     utterances: dict[str, int]
     turn: int = 0
     spoke_this_round: bool = False
-    votes: dict[str, str] = field(default_factory=dict)
+    round_checked: int = 0
+    """The turn at whose round boundary the silent-round rule was last applied."""
+    votes: dict[str, str | None] = field(default_factory=dict)
+    body_room: str | None = None
+    outcome: MeetingOutcome | None = None
+    ejected: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +141,26 @@ class Ending:
 
     winner: Literal["crew", "impostors"]
     ending: Literal["impostors_outnumber", "impostors_ejected", "tasks_done", "timeout"]
+    tick: int = 0
+    """The tick of the rule event that ended the game."""
+
+
+@dataclass(frozen=True)
+class TaskTally:
+    """Tasks done and assigned, over all crewmates."""
+
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """Where the speaking order stands after skipping those who cannot speak."""
+
+    turn: int
+    spoke_this_round: bool
+    round_checked: int
+    speaker: str | None
 
 
 class Engine:
@@ -140,9 +203,12 @@ class Engine:
         self.phase: Phase = "free_roam"
         self.bodies: dict[str, Body] = {}
         self.meeting: Meeting | None = None
+        self.past_meetings: list[Meeting] = []
         self.meetings_held = 0
         self.last_meeting_end_tick: int | None = None
         self.ending: Ending | None = None
+        self.known_dead: list[str] = []
+        """Players everyone knows are out: the dead announced at a meeting, the ejected."""
         impostors = set(self.rng.sample(self.possible_agents, rules.n_impostors))
         station_ids = sorted(self.stations)
         self.players: dict[str, Player] = {}
@@ -182,14 +248,8 @@ class Engine:
         return p.role == "impostor" and p.alive and self.tick >= p.kill_ready_tick
 
     def emergency_ready(self, agent: str) -> bool:
-        """Whether this player may press the emergency button now."""
-        p = self.players[agent]
-        return (
-            p.alive
-            and self.phase == "free_roam"
-            and p.emergencies < self.rules.emergency_per_player
-            and self.tick >= self.emergency_unlock_tick()
-        )
+        """Whether this player may press the emergency button now (range aside)."""
+        return self._button_refusal(agent, self.tick) is None
 
     def emergency_unlock_tick(self) -> int:
         """First tick at which the button works."""
@@ -201,10 +261,18 @@ class Engine:
             )
         return unlock
 
-    def task_progress(self) -> tuple[int, int]:
+    def task_progress(self) -> TaskTally:
         """Tasks done and assigned, over all crewmates."""
         crew = [p for p in self.players.values() if p.role == "crewmate"]
-        return sum(len(p.done) for p in crew), sum(len(p.tasks) for p in crew)
+        return TaskTally(sum(len(p.done) for p in crew), sum(len(p.tasks) for p in crew))
+
+    def task_in_progress(self, agent: str) -> TaskRun | None:
+        """The task this player is standing at, if any."""
+        return self.players[agent].task
+
+    def body_markers(self) -> dict[str, Vec3]:
+        """Victim -> position of every body the world must show now (not yet cleared)."""
+        return {v: b.pos for v, b in sorted(self.bodies.items()) if not b.cleared}
 
     # ------------------------------------------------------------------ time
     def begin_step(self) -> None:
@@ -224,12 +292,7 @@ class Engine:
         return {"step": self.step, "tick": self.tick if tick is None else tick}
 
     def _reject(
-        self,
-        agent: str,
-        action: str,
-        reason: str,
-        target: str | None = None,
-        tick: int | None = None,
+        self, agent: str, action: str, reason: str, tick: int, target: str | None = None
     ) -> list[EventBase]:
         return [
             ActionRejected(
@@ -237,35 +300,95 @@ class Engine:
             )
         ]
 
-    # ------------------------------------------------------------------ actions
+    def _refusal(self, agent: str, action: str) -> str | None:
+        """Why no player may act now, or why this one may not (None: it may)."""
+        if self.phase == "over":
+            return "the game is over"
+        if self.phase != "free_roam":
+            return f"no {action} during {self.phase}"
+        p = self.players.get(agent)
+        if p is None:
+            return "unknown player"
+        if not p.alive:
+            return "player is not alive"
+        return None
+
+    # ------------------------------------------------------------------ endings
+    def _check_now(self, tick: int) -> None:
+        """Decide the ending right after a rule event (the first ending is final)."""
+        if self.ending is not None:
+            return
+        living = [self.players[a] for a in self.agents]
+        imps = sum(1 for p in living if p.role == "impostor")
+        crew = [p for p in living if p.role == "crewmate"]
+        if imps == 0:
+            self.ending = Ending("crew", "impostors_ejected", tick)
+        elif len(crew) <= imps:
+            self.ending = Ending("impostors", "impostors_outnumber", tick)
+        elif all(len(p.done) == len(p.tasks) for p in crew):
+            self.ending = Ending("crew", "tasks_done", tick)
+        if self.ending is not None:
+            self._over()
+
+    def _over(self) -> None:
+        self.phase = "over"
+        for p in self.players.values():
+            p.task = None
+
+    def check_end(self) -> Ending | None:
+        """The ending, if the game is over (also decides the step-budget `timeout`)."""
+        if self.ending is None:
+            self._check_now(self.tick)
+        if self.ending is None and self.step >= self.rules.max_steps:
+            self.ending = Ending(self.rules.timeout_winner, "timeout", self.tick)
+            self._over()
+        return self.ending
+
+    def end_event(self, status: Literal["ok", "invalid"] = "ok", reason: str = "") -> GameEnd:
+        """The `game_end` event for the current ending (or an invalid game)."""
+        if status == "invalid" or self.ending is None:
+            self.phase = "over"
+            return GameEnd(
+                winner=None, ending="invalid", status="invalid", reason=reason, **self._base()
+            )
+        return GameEnd(
+            winner=self.ending.winner,
+            ending=self.ending.ending,
+            status="ok",
+            reason=reason,
+            **self._base(),
+        )
+
+    # ------------------------------------------------------------------ kills
     def kill(
         self, killer: str, victim: str, tick: int, killer_pos: Vec3, victim_pos: Vec3
     ) -> list[EventBase]:
         """An impostor strikes at a player at `tick`, from the given positions."""
         self.set_tick(tick)
-        k = self.players.get(killer)
+        refusal = self._refusal(killer, "kills")
+        if refusal is not None:
+            return self._reject(killer, "kill", refusal, tick, victim)
+        k = self.players[killer]
         v = self.players.get(victim)
-        if k is None or v is None:
-            return self._reject(killer, "kill", "unknown player", victim)
-        if self.phase != "free_roam":
-            return self._reject(killer, "kill", f"no kills during {self.phase}", victim)
-        if not k.alive:
-            return self._reject(killer, "kill", "killer is not alive", victim)
+        if v is None:
+            return self._reject(killer, "kill", "unknown player", tick, victim)
         if k.role != "impostor":
-            return self._reject(killer, "kill", "only impostors kill", victim)
+            return self._reject(killer, "kill", "only impostors kill", tick, victim)
         if not v.alive:
-            return self._reject(killer, "kill", "target is not alive", victim)
+            return self._reject(killer, "kill", "target is not alive", tick, victim)
         if v.role == "impostor":
-            return self._reject(killer, "kill", "target is an impostor", victim)
+            return self._reject(killer, "kill", "target is an impostor", tick, victim)
         if tick < k.kill_ready_tick:
             return self._reject(
-                killer, "kill", f"cooldown: ready at tick {k.kill_ready_tick}", victim
+                killer, "kill", f"cooldown: ready at tick {k.kill_ready_tick}", tick, victim
             )
         dist = distance(killer_pos, victim_pos)
         if dist > self.rules.kill_range:
             return self._reject(
-                killer, "kill", f"out of range: {dist:.2f} > {self.rules.kill_range}", victim
+                killer, "kill", f"out of range: {dist:.2f} > {self.rules.kill_range}", tick, victim
             )
+        events: list[EventBase] = []
+        events += self._interrupt(victim, "killed", tick)
         v.status = "dead"
         v.pos = victim_pos
         k.kill_ready_tick = tick + self.rules.kill_cooldown_ticks
@@ -273,7 +396,7 @@ class Engine:
         self.bodies[victim] = Body(
             victim=victim, pos=victim_pos, room=room, tick=tick, step=self.step, killer=killer
         )
-        return [
+        events.append(
             Kill(
                 killer=killer,
                 victim=victim,
@@ -282,67 +405,137 @@ class Engine:
                 distance=round(dist, 3),
                 **self._base(tick),
             )
-        ]
+        )
+        self._check_now(tick)
+        return events
 
-    def complete_task(
-        self, agent: str, station: int, start_tick: int, end_tick: int, pos: Vec3
-    ) -> list[EventBase]:
-        """A player stood at `station` from `start_tick` to `end_tick`, ending at `pos`."""
-        self.set_tick(end_tick)
-        p = self.players[agent]
+    # ------------------------------------------------------------------ tasks
+    def start_task(self, agent: str, station: int, tick: int, pos: Vec3) -> list[EventBase]:
+        """A player begins standing at `station` (at `pos`, at `tick`).
+
+        A task already in progress at the same station goes on (the player resumes
+        it); one at another station is lost. Impostors may fake any station.
+        """
+        self.set_tick(tick)
         target = str(station)
-        if self.phase != "free_roam":
-            return self._reject(agent, "task", f"no tasks during {self.phase}", target)
-        if not p.alive:
-            return self._reject(agent, "task", "player is not alive", target)
+        refusal = self._refusal(agent, "tasks")
+        if refusal is not None:
+            return self._reject(agent, "task", refusal, tick, target)
+        p = self.players[agent]
         if station not in self.stations:
-            return self._reject(agent, "task", "no such station", target)
-        held = end_tick - start_tick
-        if held < self.rules.task_ticks:
-            return self._reject(
-                agent, "task", f"held {held} ticks < {self.rules.task_ticks}", target
-            )
+            return self._reject(agent, "task", "no such station", tick, target)
         gap = distance(pos, self.stations[station])
         if gap > self.rules.station_range:
-            return self._reject(agent, "task", f"not at the station ({gap:.2f} blocks)", target)
+            return self._reject(
+                agent, "task", f"not at the station ({gap:.2f} blocks)", tick, target
+            )
         fake = p.role == "impostor"
         if not fake:
             if station not in p.tasks:
                 return self._reject(
-                    agent, "task", "station is not one of this player's tasks", target
+                    agent, "task", "station is not one of this player's tasks", tick, target
                 )
             if station in p.done:
-                return self._reject(agent, "task", "task already done", target)
+                return self._reject(agent, "task", "task already done", tick, target)
+        if p.task is not None and p.task.station == station:
+            return []  # still standing there: the task in progress goes on
+        events = self._interrupt(agent, "left_station", tick)
+        p.task = TaskRun(station=station, start_tick=tick, fake=fake)
+        events.append(
+            TaskStart(
+                agent=agent, station=station, room=self.room_at(pos), fake=fake, **self._base(tick)
+            )
+        )
+        return events
+
+    def finish_task(self, agent: str, station: int, tick: int, pos: Vec3) -> list[EventBase]:
+        """A player claims the task at `station` done at `tick`, standing at `pos`.
+
+        It completes only if the player has stood at the station without a break
+        (no walk-away, no meeting) for `rules.task_ticks` since the task started.
+        """
+        self.set_tick(tick)
+        target = str(station)
+        refusal = self._refusal(agent, "tasks")
+        if refusal is not None:
+            return self._reject(agent, "task", refusal, tick, target)
+        p = self.players[agent]
+        run = p.task
+        if run is None or run.station != station:
+            return self._reject(agent, "task", "no task in progress at this station", tick, target)
+        gap = distance(pos, self.stations[station])
+        if gap > self.rules.station_range:
+            lost = self._interrupt(agent, "left_station", tick)
+            return lost + self._reject(
+                agent, "task", f"not at the station ({gap:.2f} blocks)", tick, target
+            )
+        held = tick - run.start_tick
+        if held < self.rules.task_ticks:
+            return self._reject(
+                agent, "task", f"held {held} ticks < {self.rules.task_ticks}", tick, target
+            )
+        p.task = None
+        if not run.fake:
             p.done.append(station)
-        return [
+        events: list[EventBase] = [
             TaskDone(
                 agent=agent,
                 station=station,
                 room=self.room_at(pos),
-                fake=fake,
+                fake=run.fake,
                 done=len(p.done),
                 total=len(p.tasks),
-                **self._base(end_tick),
+                start_tick=run.start_tick,
+                **self._base(tick),
+            )
+        ]
+        self._check_now(tick)
+        return events
+
+    def check_presence(self, poses: Mapping[str, Vec3], tick: int) -> list[EventBase]:
+        """Lose the task in progress of every player seen away from its station."""
+        events: list[EventBase] = []
+        for agent, pos in poses.items():
+            p = self.players.get(agent)
+            if p is None or p.task is None:
+                continue
+            if distance(pos, self.stations[p.task.station]) > self.rules.station_range:
+                events += self._interrupt(agent, "left_station", tick)
+        return events
+
+    def _interrupt(self, agent: str, reason: InterruptReason, tick: int) -> list[EventBase]:
+        p = self.players[agent]
+        run = p.task
+        if run is None:
+            return []
+        p.task = None
+        return [
+            TaskInterrupted(
+                agent=agent,
+                station=run.station,
+                reason=reason,
+                held_ticks=max(0, tick - run.start_tick),
+                **self._base(tick),
             )
         ]
 
+    # ------------------------------------------------------------------ meetings called
     def report(self, agent: str, victim: str, tick: int, pos: Vec3) -> list[EventBase]:
         """A player reports a body from `pos`; a valid report starts a meeting."""
         self.set_tick(tick)
-        p = self.players[agent]
+        refusal = self._refusal(agent, "reports")
+        if refusal is not None:
+            return self._reject(agent, "report", refusal, tick, victim)
         body = self.bodies.get(victim)
-        if self.phase != "free_roam":
-            return self._reject(agent, "report", f"no reports during {self.phase}", victim)
-        if not p.alive:
-            return self._reject(agent, "report", "player is not alive", victim)
         if body is None or body.cleared:
-            return self._reject(agent, "report", "no such body", victim)
+            return self._reject(agent, "report", "no such body", tick, victim)
         gap = distance(pos, body.pos)
         if gap > self.rules.report_range:
             return self._reject(
                 agent,
                 "report",
                 f"too far from the body: {gap:.2f} > {self.rules.report_range}",
+                tick,
                 victim,
             )
         body.reported = True
@@ -359,35 +552,42 @@ class Engine:
         events += self._start_meeting("report", agent, victim, tick)
         return events
 
+    def _button_refusal(self, agent: str, tick: int) -> str | None:
+        """The one button-readiness rule: why `agent` may not press it at `tick`."""
+        refusal = self._refusal(agent, "button")
+        if refusal is not None:
+            return refusal
+        if self.players[agent].emergencies >= self.rules.emergency_per_player:
+            return "no emergency meetings left"
+        unlock = self.emergency_unlock_tick()
+        if tick < unlock:
+            return f"button locked until tick {unlock}"
+        return None
+
     def emergency(self, agent: str, tick: int, pos: Vec3) -> list[EventBase]:
         """A player presses the emergency button from `pos`."""
         self.set_tick(tick)
-        p = self.players[agent]
-        if self.phase != "free_roam":
-            return self._reject(agent, "emergency", f"no button during {self.phase}")
-        if not p.alive:
-            return self._reject(agent, "emergency", "player is not alive")
-        if p.emergencies >= self.rules.emergency_per_player:
-            return self._reject(agent, "emergency", "no emergency meetings left")
-        if tick < self.emergency_unlock_tick():
-            return self._reject(
-                agent, "emergency", f"button locked until tick {self.emergency_unlock_tick()}"
-            )
+        refusal = self._button_refusal(agent, tick)
+        if refusal is not None:
+            return self._reject(agent, "emergency", refusal, tick)
         gap = distance(pos, self.button)
         if gap > self.rules.button_range:
-            return self._reject(agent, "emergency", f"too far from the button ({gap:.2f})")
-        p.emergencies += 1
+            return self._reject(agent, "emergency", f"too far from the button ({gap:.2f})", tick)
+        self.players[agent].emergencies += 1
         events: list[EventBase] = [Emergency(caller=agent, **self._base(tick))]
         events += self._start_meeting("emergency", agent, None, tick)
         return events
 
-    # ------------------------------------------------------------------ meetings
     def _start_meeting(
         self, trigger: Literal["report", "emergency"], caller: str, victim: str | None, tick: int
     ) -> list[EventBase]:
+        events: list[EventBase] = []
+        for a in self.possible_agents:
+            events += self._interrupt(a, "meeting", tick)
         self.meetings_held += 1
-        for body in self.bodies.values():
-            body.cleared = True
+        body = self.bodies.get(victim) if victim else None
+        for b in self.bodies.values():
+            b.cleared = True
         order = self.agents
         self.meeting = Meeting(
             index=self.meetings_held,
@@ -396,11 +596,16 @@ class Engine:
             victim=victim,
             order=order,
             start_tick=tick,
+            start_step=self.step,
             utterances=dict.fromkeys(order, 0),
+            body_room=body.room if body else None,
         )
         self.phase = "meeting"
         dead = [a for a in self.possible_agents if not self.players[a].alive]
-        return [
+        for a in dead:
+            if a not in self.known_dead:
+                self.known_dead.append(a)
+        events.append(
             MeetingStart(
                 index=self.meetings_held,
                 trigger=trigger,
@@ -410,8 +615,10 @@ class Engine:
                 dead=dead,
                 **self._base(tick),
             )
-        ]
+        )
+        return events
 
+    # ------------------------------------------------------------------ talk
     def talk_ticks_left(self) -> int:
         """Ticks of talk time left in the current meeting."""
         m = self._require_meeting()
@@ -422,39 +629,89 @@ class Engine:
             raise RuntimeError("no meeting in progress")
         return self.meeting
 
-    def next_speaker(self) -> str | None:
-        """Whose turn it is to talk, or None when talk is over (the vote comes next).
+    def _scan(self) -> _Turn:
+        """Skip, without changing anything, those who may not speak; find the speaker.
 
         Talk goes round-robin in seat order. It ends when talk time is used up, when
         every player has spoken `max_utterances` times, or when a whole round passes
         with nobody speaking.
         """
         m = self._require_meeting()
+        turn, spoke, checked = m.turn, m.spoke_this_round, m.round_checked
         if self.phase != "meeting":
-            return None
+            return _Turn(turn, spoke, checked, None)
         n = len(m.order)
         limit = self.rules.max_utterances
-        while True:
-            if self.talk_ticks_left() <= 0 or m.turn >= n * limit:
-                break
-            if m.turn > 0 and m.turn % n == 0:
-                if not m.spoke_this_round:
+        while self.talk_ticks_left() > 0 and turn < n * limit:
+            if turn > 0 and turn % n == 0 and turn != checked:
+                if not spoke:
                     break
-                m.spoke_this_round = False
-            speaker = m.order[m.turn % n]
+                spoke, checked = False, turn
+            speaker = m.order[turn % n]
             if m.utterances[speaker] < limit and self.players[speaker].alive:
-                return speaker
-            m.turn += 1
-        self.phase = "voting"
-        return None
+                return _Turn(turn, spoke, checked, speaker)
+            turn += 1
+        return _Turn(turn, spoke, checked, None)
 
-    def speak(self, agent: str, text: str, tick: int) -> list[EventBase]:
-        """The current speaker says `text` (an empty text passes the turn)."""
+    def current_speaker(self) -> str | None:
+        """Whose turn it is to talk, or None when talk is over. Changes nothing."""
+        return self._scan().speaker
+
+    def advance(self) -> str | None:
+        """Move the turn to the current speaker; when talk is over, open the vote.
+
+        Returns:
+            The speaker whose turn it now is, or None (the phase is then `voting`).
+        """
+        m = self._require_meeting()
+        if self.phase != "meeting":
+            return None
+        scan = self._scan()
+        m.turn, m.spoke_this_round, m.round_checked = (
+            scan.turn,
+            scan.spoke_this_round,
+            scan.round_checked,
+        )
+        if scan.speaker is None:
+            self.phase = "voting"
+        return scan.speaker
+
+    def speak(
+        self,
+        agent: str,
+        text: str,
+        tick: int,
+        failed: bool = False,
+        error_kind: ErrorKind = "",
+        error: str = "",
+    ) -> list[EventBase]:
+        """The current speaker's turn: `text` (empty: a pass) or a failed turn.
+
+        A failed turn (the agent could not produce a usable one) uses up the turn
+        but is never a pass and never counts as speaking.
+        """
         self.set_tick(tick)
         m = self._require_meeting()
-        if self.phase != "meeting" or m.order[m.turn % len(m.order)] != agent:
-            return self._reject(agent, "speak", "not this player's turn")
-        m.turn += 1
+        scan = self._scan()
+        if self.phase != "meeting" or scan.speaker != agent:
+            return self._reject(agent, "speak", "not this player's turn", tick)
+        m.turn, m.spoke_this_round, m.round_checked = (
+            scan.turn + 1,
+            scan.spoke_this_round,
+            scan.round_checked,
+        )
+        if failed:
+            return [
+                Speech(
+                    speaker=agent,
+                    text="",
+                    utterance=m.utterances[agent],
+                    failed=True,
+                    error_kind=error_kind,
+                    error=error,
+                    **self._base(tick),
+                )
+            ]
         if not text.strip():
             return [
                 Speech(
@@ -472,36 +729,68 @@ class Engine:
     def close_talk(self) -> None:
         """End talk at once (e.g. the step budget ran out): go to the vote."""
         self._require_meeting()
-        self.phase = "voting"
+        if self.phase == "meeting":
+            self.phase = "voting"
 
-    def cast_votes(self, ballots: dict[str, str], tick: int) -> list[EventBase]:
+    # ------------------------------------------------------------------ vote
+    def cast_votes(self, ballots: Mapping[str, str | Ballot | None], tick: int) -> list[EventBase]:
         """Count a simultaneous vote and end the meeting.
 
         Args:
-            ballots: Voter -> a living player's id or `skip`. Living players missing
-                from it did not vote. Ballots from non-voters are rejected.
+            ballots: Voter -> a living player's id, `skip`, None (a deliberate
+                abstention) or a `Ballot` (which may be a failed one). Living voters
+                missing from it abstain. A target that is not a living player makes
+                the ballot a failed abstention (`error_kind` `rules`); it never
+                becomes a skip. Ballots from non-voters are rejected.
             tick: When the vote closed.
         """
         self.set_tick(tick)
         m = self._require_meeting()
+        if self.phase == "over":
+            return self._reject(next(iter(ballots), ""), "vote", "the game is over", tick)
         self.phase = "voting"
         events: list[EventBase] = []
         tally: dict[str, int] = {}
+        abstained: list[str] = []
         for voter in m.order:
-            if voter not in ballots or not self.players[voter].alive:
+            if not self.players[voter].alive:
                 continue
-            target = ballots[voter]
-            if target != SKIP and (target not in self.players or not self.players[target].alive):
-                events += self._reject(voter, "vote", "target is not a living player", target)
-                continue
-            m.votes[voter] = target
-            tally[target] = tally.get(target, 0) + 1
-            events.append(Vote(voter=voter, target=target, **self._base(tick)))
+            raw = ballots.get(voter)
+            ballot = raw if isinstance(raw, Ballot) else Ballot(target=raw)
+            target = ballot.target
+            if (
+                target is not None
+                and target != SKIP
+                and (target not in self.players or not self.players[target].alive)
+            ):
+                ballot = Ballot(
+                    target=None,
+                    failed=True,
+                    error_kind="rules",
+                    error=f"vote {target!r} is neither a living player nor {SKIP!r}",
+                )
+            if ballot.failed:
+                ballot = Ballot(None, True, ballot.error_kind, ballot.error)
+            m.votes[voter] = ballot.target
+            if ballot.target is None:
+                abstained.append(voter)
+            else:
+                tally[ballot.target] = tally.get(ballot.target, 0) + 1
+            events.append(
+                Vote(
+                    voter=voter,
+                    target=ballot.target,
+                    failed=ballot.failed,
+                    error_kind=ballot.error_kind,
+                    error=ballot.error,
+                    **self._base(tick),
+                )
+            )
         for voter in ballots:
             if voter not in m.order:
-                events += self._reject(voter, "vote", "not a voter in this meeting")
+                events += self._reject(voter, "vote", "not a voter in this meeting", tick)
         ejected: str | None = None
-        outcome: Literal["ejected", "tie", "skipped", "no_votes"]
+        outcome: MeetingOutcome
         if not tally:
             outcome = "no_votes"
         else:
@@ -520,52 +809,24 @@ class Engine:
                 tally=dict(sorted(tally.items())),
                 ejected=ejected,
                 outcome=outcome,
+                abstained=abstained,
                 **self._base(tick),
             )
         )
+        m.outcome, m.ejected = outcome, ejected
         if ejected is not None:
             p = self.players[ejected]
             p.status = "ejected"
+            p.task = None
+            if ejected not in self.known_dead:
+                self.known_dead.append(ejected)
             events.append(EjectEvent(agent=ejected, role=p.role, **self._base(tick)))
+        self.past_meetings.append(m)
         self.meeting = None
         self.phase = "free_roam"
         self.last_meeting_end_tick = tick
         for p in self.players.values():
             if p.role == "impostor":
                 p.kill_ready_tick = max(p.kill_ready_tick, tick + self.rules.kill_cooldown_ticks)
+        self._check_now(tick)
         return events
-
-    # ------------------------------------------------------------------ endings
-    def check_end(self) -> Ending | None:
-        """Decide whether the game is over; remember and return the ending."""
-        if self.ending is not None:
-            return self.ending
-        living = [self.players[a] for a in self.agents]
-        imps = sum(1 for p in living if p.role == "impostor")
-        crew = [p for p in living if p.role == "crewmate"]
-        if imps == 0:
-            self.ending = Ending("crew", "impostors_ejected")
-        elif len(crew) <= imps:
-            self.ending = Ending("impostors", "impostors_outnumber")
-        elif all(len(p.done) == len(p.tasks) for p in crew):
-            self.ending = Ending("crew", "tasks_done")
-        elif self.step >= self.rules.max_steps:
-            self.ending = Ending(self.rules.timeout_winner, "timeout")
-        if self.ending is not None:
-            self.phase = "over"
-        return self.ending
-
-    def end_event(self, status: Literal["ok", "invalid"] = "ok", reason: str = "") -> GameEnd:
-        """The `game_end` event for the current ending (or an invalid game)."""
-        if status == "invalid" or self.ending is None:
-            self.phase = "over"
-            return GameEnd(
-                winner=None, ending="invalid", status="invalid", reason=reason, **self._base()
-            )
-        return GameEnd(
-            winner=self.ending.winner,
-            ending=self.ending.ending,
-            status="ok",
-            reason=reason,
-            **self._base(),
-        )

@@ -1,11 +1,29 @@
-"""Rebuild every player's room and status at every step from the event log alone."""
+"""Rebuild where everyone was, from the event log alone.
+
+`rebuild_timeline` gives each step's room, status and position of every player:
+where they were when the step's programs ended (`positions` with cause
+`step_end`), so the step that calls a meeting keeps where everyone was when it was
+called, not the meeting table. `pose_track` gives each player's dense free-roam
+path from the `trace` events (falling back on the `positions` snapshots for a log
+that has no trace).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.events import Eject, Event, GameStart, Kill, Positions, Status, Vec3, read_events
+from controller.events import (
+    Eject,
+    Event,
+    GameStart,
+    Kill,
+    Positions,
+    Status,
+    Trace,
+    Vec3,
+    read_events,
+)
 
 
 @dataclass(frozen=True)
@@ -19,16 +37,22 @@ class PlayerAtStep:
 
 Timeline = dict[int, dict[str, PlayerAtStep]]
 
+_PREFERENCE = {"step_end": 3, "vote_end": 2, "setup": 2, "meeting_seats": 1, "meeting_call": 0}
+"""Which snapshot of a step stands for the step: where its programs ended first."""
+
 
 def rebuild_timeline(events: list[Event] | str | Path) -> Timeline:
-    """Each step's last known room, status and position of every player.
+    """Each step's room, status and position of every player.
 
-    Status comes from `kill` and `eject` events (not from the snapshots), so the
-    result checks the snapshots rather than repeating them.
+    Within a step the `step_end` snapshot wins over the meeting table's
+    (`meeting_seats`); a log without causes keeps the step's last snapshot. Status
+    comes from `kill` and `eject` events (not from the snapshots), so the result
+    checks the snapshots rather than repeating them.
     """
     evs = read_events(events) if isinstance(events, str | Path) else events
     status: dict[str, Status] = {}
     out: Timeline = {}
+    rank: dict[int, int] = {}
     for ev in evs:
         if isinstance(ev, GameStart):
             status = dict.fromkeys(ev.agents, "alive")
@@ -37,8 +61,48 @@ def rebuild_timeline(events: list[Event] | str | Path) -> Timeline:
         elif isinstance(ev, Eject):
             status[ev.agent] = "ejected"
         elif isinstance(ev, Positions):
+            r = _PREFERENCE.get(ev.cause, 0)
+            if ev.step in rank and r < rank[ev.step]:
+                continue
+            rank[ev.step] = r
             out[ev.step] = {
                 agent: PlayerAtStep(room=snap.room, status=status.get(agent, "alive"), pos=snap.pos)
                 for agent, snap in ev.players.items()
             }
+    return out
+
+
+@dataclass(frozen=True)
+class TrackPoint:
+    """One pose of a player at a tick."""
+
+    tick: int
+    step: int
+    pos: Vec3
+    yaw: float
+
+
+def pose_track(events: list[Event] | str | Path) -> dict[str, list[TrackPoint]]:
+    """Every player's free-roam poses in tick order, from `trace` events.
+
+    A step without a `trace` (an older log, or a step in which no program ran)
+    contributes its `step_end` snapshot instead.
+    """
+    evs = read_events(events) if isinstance(events, str | Path) else events
+    traced = {ev.step for ev in evs if isinstance(ev, Trace)}
+    out: dict[str, list[TrackPoint]] = {}
+    for ev in evs:
+        if isinstance(ev, Trace):
+            for agent, samples in ev.players.items():
+                track = out.setdefault(agent, [])
+                for tick, (x, y, z, yaw) in zip(ev.ticks, samples, strict=False):
+                    track.append(TrackPoint(tick, ev.step, (x, y, z), yaw))
+        elif isinstance(ev, Positions) and ev.cause == "step_end" and ev.step not in traced:
+            for agent, snap in ev.players.items():
+                if snap.status == "alive":
+                    out.setdefault(agent, []).append(
+                        TrackPoint(ev.tick, ev.step, snap.pos, snap.yaw)
+                    )
+    for track in out.values():
+        track.sort(key=lambda p: p.tick)
     return out

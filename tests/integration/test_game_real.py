@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -14,20 +15,31 @@ from typing import Any
 import numpy as np
 import pytest
 
+from controller.accounting import counts_from_events
 from controller.agents.base import AgentDecision
 from controller.agents.recording import RecordingAgent
 from controller.agents.scripted import ScriptedAgent
 from controller.checks import log_violations, view_leaks
-from controller.config import resolve_config
-from controller.events import Disconnect, GameEnd, Kill, Positions, Reconnect, read_events
+from controller.config import RulesConfig, resolve_config
+from controller.events import (
+    Disconnect,
+    GameEnd,
+    GameStart,
+    Kill,
+    Positions,
+    ProgramRun,
+    Reconnect,
+    read_events,
+)
 from controller.game import Game
 from controller.observation import FRAME_SHAPE, Observation
 from controller.protocol import LowProgram, StepReport
 from controller.replay import replay
 from controller.timeline import rebuild_timeline
+from controller.worlds.base import Arbiter
 from controller.worlds.minecraft import MinecraftWorld
 from world.geometry import ShipGeometry
-from world.spec import load_map
+from world.spec import MapSpec, load_map
 
 pytestmark = pytest.mark.integration
 
@@ -39,13 +51,11 @@ class ProbeGame(Game):
 
     live: dict[int, dict[str, tuple[str, str]]]
 
-    def _record_poses(self, poses: Any) -> None:
-        super()._record_poses(poses)
+    def after_step(self) -> None:
         if not hasattr(self, "live"):
             self.live = {}
         self.live[self.engine.step] = {
-            a: (self.geometry.room_at(poses[a].pos if a in poses else p.pos), p.status)
-            for a, p in self.engine.players.items()
+            a: (self.geometry.room_at(p.pos), p.status) for a, p in self.engine.players.items()
         }
 
 
@@ -84,12 +94,50 @@ def test_full_quick_game_ends_by_the_rules(full_game: tuple[Path, ProbeGame, Any
 
 
 def test_kills_in_the_real_world_land_in_range(full_game: tuple[Path, ProbeGame, Any]) -> None:
-    out, game, _ = full_game
-    rules = game.config.rules
-    for ev in read_events(out / "events.jsonl"):
-        if isinstance(ev, Kill):
-            assert ev.distance <= rules.kill_range
-            assert game.geometry.room_at(ev.pos) != "outside"
+    out, _, _ = full_game
+    events = read_events(out / "events.jsonl")
+    start = events[0]
+    assert isinstance(start, GameStart)
+    rules = RulesConfig.model_validate(start.config["rules"])
+    geometry = ShipGeometry(MapSpec.model_validate(start.map_spec))
+    kills = [ev for ev in events if isinstance(ev, Kill)]
+    assert kills, "the real game had no kill: the range check would be vacuous"
+    for kill in kills:
+        assert kill.distance <= rules.kill_range
+        assert geometry.room_at(kill.pos) != "outside"
+        # the strike's own positions, as the world reported them, agree with the record
+        strike = next(
+            m
+            for ev in events
+            if isinstance(ev, ProgramRun) and ev.agent == kill.killer and ev.step == kill.step
+            for m in ev.events
+            if m["kind"] == "reached" and m["agent"] == kill.victim and m["tick"] == kill.tick
+        )
+        gap = math.dist(strike["pos"], strike["target_pos"])
+        assert abs(gap - kill.distance) < 1e-3 and gap <= rules.kill_range
+
+
+def test_real_victims_stop_at_the_kill_tick(full_game: tuple[Path, ProbeGame, Any]) -> None:
+    out, _, _ = full_game
+    events = read_events(out / "events.jsonl")
+    kills = [ev for ev in events if isinstance(ev, Kill)]
+    assert kills
+    for kill in kills:
+        runs = [
+            ev
+            for ev in events
+            if isinstance(ev, ProgramRun) and ev.agent == kill.victim and ev.step == kill.step
+        ]
+        for run in runs:
+            assert run.status == "cancelled", run
+            assert all(m["tick"] <= kill.tick for m in run.events), run.events
+        # and nothing of the victim's in any later step
+        assert not any(
+            isinstance(ev, ProgramRun) and ev.agent == kill.victim and ev.step > kill.step
+            for ev in events
+        )
+    summary = json.loads((out / "summary.json").read_text())
+    assert counts_from_events(events) == summary["counts"]
 
 
 def test_timeline_matches_live_real_game(full_game: tuple[Path, ProbeGame, Any]) -> None:
@@ -144,12 +192,18 @@ class DroppingWorld(MinecraftWorld):
         self.victim = victim
         self.batches = 0
 
-    def run_programs(self, programs: dict[str, LowProgram], timeout_ms: int) -> StepReport:
+    def run_programs(
+        self,
+        programs: dict[str, LowProgram],
+        timeout_ms: int,
+        arbiter: Arbiter | None = None,
+        sample_interval: int = 10,
+    ) -> StepReport:
         self.batches += 1
         if self.batches == 2 and self.bridge is not None:
             self.bridge.drop(self.victim)
             time.sleep(0.5)
-        return super().run_programs(programs, timeout_ms)
+        return super().run_programs(programs, timeout_ms, arbiter, sample_interval)
 
 
 def test_disconnected_bot_reconnects_and_game_goes_on(tmp_path: Path) -> None:

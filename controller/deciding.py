@@ -1,0 +1,146 @@
+"""Asking agents: frames, observations, concurrent decisions, validation, the decision log.
+
+Every failure is classified once, here: `harness` (agent code raised, or returned
+no decision), `infrastructure` (the provider failed after retries), `model` (the
+model's answer was unusable), `rules` (the program or vote broke a rule). None of
+them is ever turned into a move, a skip or a pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from controller.agents.base import AgentDecision, InfrastructureFailure
+from controller.events import Decision, ErrorKind, FrameRef, StepPhase
+from controller.programs import Program, ProgramError, Say, parse_program, validate_program
+from controller.session import Session
+from controller.worlds.base import Frame
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One agent's decision for a step, with how long it took and what went wrong."""
+
+    decision: AgentDecision | None
+    latency_ms: float
+    error: str = ""
+    error_kind: ErrorKind = ""
+    frame: FrameRef | None = None
+
+
+def classify(decision: AgentDecision | None, raised: str) -> tuple[str, ErrorKind]:
+    """The decision's error and where it came from ("" when there is none)."""
+    if raised:
+        return raised, "harness"
+    if decision is None:
+        return "the agent returned no decision", "harness"
+    if decision.infrastructure:
+        return decision.invalid or decision.infrastructure, "infrastructure"
+    if decision.invalid:
+        return decision.invalid, "model"
+    return "", ""
+
+
+def _frame_ref(session: Session, frame: Frame | None) -> FrameRef | None:
+    if frame is None or frame.path is None:
+        return None
+    path = Path(frame.path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    try:
+        rel = path.resolve().relative_to(session.out_dir.resolve()).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    return FrameRef(path=rel, sha256=digest)
+
+
+def decide(session: Session, agents: list[str]) -> dict[str, Answer]:
+    """Render frames, build observations and ask every listed agent at once."""
+    frames: dict[str, Frame] = {}
+    if session.config.frames != "off" and agents:
+        folder = session.out_dir / "frames" / f"{session.engine.step:04d}"
+        frames = session.world.render(agents, folder, session.config.frames)
+    refs = {a: _frame_ref(session, frames.get(a)) for a in agents}
+    events = session.log.events
+    observations = {}
+    for a in agents:
+        ref = refs[a]
+        observations[a] = session.observer.observe(
+            a, events, frames.get(a), ref.sha256 if ref is not None else None
+        )
+
+    async def one(agent: str) -> Answer:
+        t0 = time.perf_counter()
+        try:
+            decision = await session.agents[agent].decide(observations[agent])
+            raised = ""
+        except InfrastructureFailure:
+            raise
+        except Exception as exc:  # agent code's own failure: recorded, never a move
+            log.exception("agent %s raised", agent)
+            decision, raised = None, f"{type(exc).__name__}: {exc}"
+        ms = (time.perf_counter() - t0) * 1000
+        error, kind = classify(decision, raised)
+        return Answer(decision, ms, error, kind, refs[agent])
+
+    async def every() -> list[Answer]:
+        return await asyncio.gather(*(one(a) for a in agents))
+
+    answers = session.loop.run_until_complete(every())
+    return dict(zip(agents, answers, strict=True))
+
+
+def accept(session: Session, agent: str, answer: Answer) -> tuple[Program | None, Answer]:
+    """Parse and validate a decision's program; log the decision either way.
+
+    Returns:
+        The program (None when unusable) and the answer with any rules error added.
+    """
+    e = session.engine
+    program: Program | None = None
+    if answer.decision is not None and not answer.error:
+        try:
+            program = parse_program(answer.decision.program)
+            validate_program(program, agent, e, session.geometry)
+            if e.phase == "meeting" and sum(isinstance(a, Say) for a in program.actions) > 1:
+                raise ProgramError("at most one say per meeting turn")
+        except ProgramError as exc:
+            answer = Answer(answer.decision, answer.latency_ms, str(exc), "rules", answer.frame)
+            program = None
+    phase: StepPhase = "meeting" if e.phase == "meeting" else "free_roam"
+    log_decision(session, agent, phase, answer)
+    return program, answer
+
+
+def log_decision(
+    session: Session, agent: str, phase: StepPhase, answer: Answer, module: str = ""
+) -> None:
+    """Write one `decision` event."""
+    d = answer.decision or AgentDecision()
+    session.emit(
+        Decision(
+            agent=agent,
+            phase=phase,
+            module=d.module or module,
+            program=d.program,
+            vote=d.vote,
+            valid=not answer.error,
+            error=answer.error,
+            error_kind=answer.error_kind,
+            raw=d.raw,
+            reasoning=d.reasoning,
+            narration=d.narration,
+            latency_ms=round(answer.latency_ms, 3),
+            calls=d.calls,
+            spec=d.spec,
+            frame=answer.frame,
+            view_text=d.view_text,
+            **session.base(),
+        )
+    )
