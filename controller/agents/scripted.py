@@ -93,6 +93,8 @@ EVIDENCE_TEMPLATE: dict[EvidenceKind, str] = {
 EVIDENCE_RANK: dict[EvidenceKind, int] = {"near_body": 0, "with_victim": 1, "near_scene": 2}
 """Strongest first: seen at the body beats seen with the victim beats seen near the spot."""
 
+FRESH_TICKS = 600
+"""Longest window (ticks) in which a kill can lie for a sighting to count as evidence."""
 NEAR_BODY_BLOCKS = 6.0
 """How close to a body (or its spot) a player must be seen to be suspected."""
 WITH_VICTIM_BLOCKS = 4.0
@@ -138,10 +140,14 @@ class Evidence:
     tick: int
     distance: float
     """Suspect to body (or to the victim, for `with_victim`), in blocks."""
+    window: int
+    """Ticks between the last time this crewmate saw the victim alive (or the last
+    meeting) and the time it saw the body (or heard of the death): the kill lies in
+    that window, so the shorter it is the more the sighting says."""
 
-    def rank(self) -> tuple[int, float, int, str]:
-        """Sort key: strongest kind, then closest, then earliest."""
-        return (EVIDENCE_RANK[self.kind], self.distance, self.tick, self.suspect)
+    def rank(self) -> tuple[int, int, float, int, str]:
+        """Sort key: strongest kind, then the shortest window, closest, earliest."""
+        return (EVIDENCE_RANK[self.kind], self.window, self.distance, self.tick, self.suspect)
 
     def claim(self) -> str:
         """The true sentence stating this evidence."""
@@ -184,6 +190,8 @@ class ScriptedAgent:
         self.evidence: list[Evidence] = []
         self.button_for: set[Evidence] = set()
         self.spoken: set[int] = set()
+        self.since_meeting = 0
+        """Tick of the last meeting this agent sat in (sightings before it are stale)."""
         self.meeting_index: int | None = None
         self.meeting_lines: dict[int, tuple[str, str]] = {}
         self.accusations: dict[str, int] = {}
@@ -224,20 +232,28 @@ class ScriptedAgent:
             if victim in self.bodies_seen:
                 continue
             self.bodies_seen[victim] = self._sighting(obs, pos)
+            alive = self._last_alive(victim)
+            window = obs.tick - (alive.tick if alive is not None else self.since_meeting)
+            if window > FRESH_TICKS:
+                continue  # the body is too old to say who was there at the kill
             for other, where in sorted(view.players.items()):
                 d = self._dist(where, pos)
                 if d <= NEAR_BODY_BLOCKS:
-                    self._add(Evidence("near_body", other, victim, self._room(where), obs.tick, d))
-            alive = self._last_alive(victim)
-            if alive is not None:
-                vpos = alive.players[victim]
-                for other, where in sorted(alive.players.items()):
-                    d = self._dist(where, vpos)
-                    if other != victim and d <= WITH_VICTIM_BLOCKS:
-                        self._add(
-                            Evidence("with_victim", other, victim, self._room(where), alive.tick, d)
-                        )
+                    room = self._room(where)
+                    self._add(Evidence("near_body", other, victim, room, obs.tick, d, window))
+            self._with_victim(victim, alive, window)
         self.views.append(view)
+
+    def _with_victim(self, victim: str, alive: _View | None, window: int) -> None:
+        """Who stood close to the victim the last time I saw it alive."""
+        if alive is None:
+            return
+        vpos = alive.players[victim]
+        for other, where in sorted(alive.players.items()):
+            d = self._dist(where, vpos)
+            if other != victim and d <= WITH_VICTIM_BLOCKS:
+                room = self._room(where)
+                self._add(Evidence("with_victim", other, victim, room, alive.tick, d, window))
 
     def _sighting(self, obs: Observation, pos: Vec3) -> Sighting:
         return Sighting(step=obs.step, tick=obs.tick, pos=pos, room=self._room(pos))
@@ -252,19 +268,22 @@ class ScriptedAgent:
     def _scene_evidence(self, obs: Observation) -> None:
         """At a report meeting: who I saw near the body's spot since the victim was alive."""
         m = obs.meeting
-        if m is None or m.victim is None or m.body_pos is None:
-            return
+        if m is None or m.victim is None or m.body_pos is None or m.victim in self.bodies_seen:
+            return  # a body I saw myself gave its evidence when I saw it
         alive = self._last_alive(m.victim)
-        since = alive.tick if alive is not None else -1
+        since = alive.tick if alive is not None else self.since_meeting
+        window = obs.tick - since
+        if window > FRESH_TICKS:
+            return
+        self._with_victim(m.victim, alive, window)
         for view in self.views:
-            if view.tick <= since or m.victim in view.bodies:
-                continue  # a sighting with the body in view is `near_body` evidence already
+            if view.tick <= since:
+                continue
             for other, where in sorted(view.players.items()):
                 d = self._dist(where, m.body_pos)
                 if other != m.victim and d <= NEAR_BODY_BLOCKS:
-                    self._add(
-                        Evidence("near_scene", other, m.victim, self._room(where), view.tick, d)
-                    )
+                    room = self._room(where)
+                    self._add(Evidence("near_scene", other, m.victim, room, view.tick, d, window))
 
     def _listen(self, obs: Observation) -> None:
         """Collect the current meeting's speech (for accusations and eyewitness claims)."""
@@ -274,6 +293,7 @@ class ScriptedAgent:
             self.meeting_lines = {}
             if obs.role == "crewmate":
                 self._scene_evidence(obs)
+            self.since_meeting = obs.tick
         for entry in [*obs.meeting_chat, *obs.chat]:
             if entry.kind != "speech" or entry.speaker is None:
                 continue
@@ -302,25 +322,31 @@ class ScriptedAgent:
         return ranked[0] if ranked else None
 
     def _heard(self, obs: Observation) -> tuple[str, str] | None:
-        """(accuser, suspect) of the most repeated eyewitness claim of this meeting."""
+        """(accuser, suspect) when this meeting's eyewitness claims make one clear case.
+
+        A case is clear when every eyewitness claim names the same living player, that
+        player made no eyewitness claim of its own (word against word), and no claim
+        names this agent (which knows itself innocent, so knows the claims unreliable).
+        """
         m = obs.meeting
         living = set(m.order) if m else set()
-        counts: dict[str, int] = {}
-        first: dict[str, tuple[int, str]] = {}
-        for index, (speaker, text) in sorted(self.meeting_lines.items()):
-            if speaker == obs.agent:
-                continue
+        named: set[str] = set()
+        makers: set[str] = set()
+        first: tuple[str, str] | None = None
+        for _, (speaker, text) in sorted(self.meeting_lines.items()):
             for pattern in EYEWITNESS.values():
                 for match in pattern.finditer(text):
                     suspect = match.group("suspect").lower()
-                    if suspect == obs.agent or suspect not in living:
-                        continue
-                    counts[suspect] = counts.get(suspect, 0) + 1
-                    first.setdefault(suspect, (index, speaker))
-        if not counts:
+                    makers.add(speaker)
+                    named.add(suspect)
+                    if first is None and speaker != obs.agent:
+                        first = (speaker, suspect)
+        if first is None or len(named) != 1 or obs.agent in named:
             return None
-        suspect = min(counts, key=lambda s: (-counts[s], first[s][0]))
-        return first[suspect][1], suspect
+        suspect = first[1]
+        if suspect in makers or suspect not in living:
+            return None
+        return first
 
     # ------------------------------------------------------------------ free roam
     def _crewmate(self, obs: Observation) -> AgentDecision:
