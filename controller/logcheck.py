@@ -123,7 +123,11 @@ class _Audit:
     # ------------------------------------------------------------------ set-up
     def _rules(self, start: GameStart) -> RulesConfig:
         try:
-            return RulesConfig.model_validate(start.config.get("rules", {}))
+            given = start.config.get("rules", {})
+            # Rules this reader does not know (a newer or extended engine) are ignored,
+            # like unknown event fields; the known ones are checked.
+            known = {k: v for k, v in given.items() if k in RulesConfig.model_fields}
+            return RulesConfig.model_validate(known)
         except ValidationError as exc:
             self.out.append(f"step {start.step}: game_start config.rules is not valid: {exc}")
             return RulesConfig()
@@ -224,18 +228,21 @@ class _Audit:
         if actor is None:
             return
         state = self.status.get(actor)
+        kill = self.killed_at.get(actor)
+        if isinstance(ev, ProgramRun) and kill is not None and kill.step == ev.step:
+            # The victim's own program record of the step it died in: written when the
+            # batch ends, it must show the program stopped at the kill (v2 loop).
+            if self.strict_cancel and ev.end_tick > kill.tick:
+                self.flag(
+                    ev.step,
+                    f"{actor} was killed at tick {kill.tick} but its program ran to "
+                    f"tick {ev.end_tick} ({ev.status})",
+                )
+            return
         if state is None:
             self.flag(ev.step, f"{ev.kind} by {actor}, who has no seat")
         elif state != "alive":
             self.flag(ev.step, f"{actor} is {state} but acts ({ev.kind} at tick {ev.tick})")
-        if isinstance(ev, ProgramRun) and self.strict_cancel:
-            kill = self.killed_at.get(ev.agent)
-            if kill is not None and ev.end_tick > kill.tick:
-                self.flag(
-                    ev.step,
-                    f"{ev.agent} was killed at tick {kill.tick} but its program ran to "
-                    f"tick {ev.end_tick} ({ev.status})",
-                )
 
     # ------------------------------------------------------------------ kills
     def _kill(self, ev: Kill) -> None:
@@ -647,7 +654,11 @@ def derive_ending(
     reached is final. With none, a log whose last step reached `rules.max_steps`
     ends in `timeout`; otherwise there is no ending.
     """
-    rules = rules or RulesConfig.model_validate(start.config.get("rules", {}))
+    if rules is None:
+        given = start.config.get("rules", {})
+        rules = RulesConfig.model_validate(
+            {k: v for k, v in given.items() if k in RulesConfig.model_fields}
+        )
     roles = start.roles
     alive = {a: True for a in start.agents}
     done: dict[str, set[int]] = {a: set() for a in start.agents}

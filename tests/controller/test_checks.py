@@ -189,6 +189,17 @@ def test_victim_program_running_past_the_kill_in_a_v2_log(good: list[Event]) -> 
     )
     evs = insert([good[0], trace, *good[1:]], lambda e: e is k, victim_run)
     caught(evs, k.step, k.victim, "program ran to")
+    # Stopped at the kill (and logged after it, when the batch ended): fine.
+    stopped = victim_run.model_copy(update={"status": "cancelled", "end_tick": k.tick})
+    evs = insert([good[0], trace, *good[1:]], lambda e: e is k, stopped)
+    assert [v for v in log_violations(evs) if k.victim in v] == []
+
+
+def test_unknown_rules_are_ignored(good: list[Event]) -> None:
+    start = start_of(good)
+    rules = {**start.config["rules"], "some_future_rule": 1.5}
+    evs, _ = edit(good, kind(GameStart), config={**start.config, "rules": rules})
+    assert log_violations(evs) == []
 
 
 # ---------------------------------------------------------------------- votes
