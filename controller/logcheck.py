@@ -547,9 +547,12 @@ class _Audit:
     def _task_start_tick(self, ev: TaskDone) -> int | None:
         """When the player began standing at the station: the `task_start` event (v2),
         else the `start_tick` field, else the last `task_start` program mark."""
-        if self.task_starts:
-            clock = self.clocks.get(ev.agent)
-            if clock is None or clock.station != ev.station:
+        clock = self.clocks.get(ev.agent)
+        if clock is not None and clock.station != ev.station:
+            clock = None
+        if self.task_starts and (clock is not None or not ev.fake):
+            # Real tasks need their `task_start`; a fake one is held to it when logged.
+            if clock is None:
                 return None
             if ev.start_tick is not None and ev.start_tick != clock.tick:
                 self.flag(
