@@ -17,6 +17,7 @@ import argparse
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,15 +118,22 @@ class RulerStats:
         return out
 
 
-def play_seeds(seeds: list[int], root: Path, preset: str = "quick") -> RulerStats:
+def play_seeds(
+    seeds: list[int],
+    root: Path,
+    preset: str = "quick",
+    progress: Callable[[str], None] | None = None,
+) -> RulerStats:
     """Play one fake-world scripted game per seed under `root` and count them."""
     spec = load_map("skeld")
     stats = RulerStats()
-    for seed in seeds:
+    for i, seed in enumerate(seeds, 1):
         config = resolve_config(preset, overrides={"seed": seed, "frames": "off"})
         out = root / f"seed{seed}"
-        play_game(config, spec, "fake", out)
+        result = play_game(config, spec, "fake", out)
         stats.add(read_events(out / "events.jsonl"))
+        if progress is not None:
+            progress(f"[{i}/{len(seeds)}] seed {seed}: {result.ending}")
     return stats
 
 
@@ -137,15 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="quick", help="rules preset (default quick)")
     args = parser.parse_args(argv)
     seeds = list(range(args.first, args.first + args.seeds))
-    stats = RulerStats()
-    spec = load_map("skeld")
     with tempfile.TemporaryDirectory() as tmp:
-        for i, seed in enumerate(seeds, 1):
-            config = resolve_config(args.preset, overrides={"seed": seed, "frames": "off"})
-            out = Path(tmp) / f"seed{seed}"
-            result = play_game(config, spec, "fake", out)
-            stats.add(read_events(out / "events.jsonl"))
-            print(f"[{i}/{len(seeds)}] seed {seed}: {result.ending}", file=sys.stderr)
+        stats = play_seeds(seeds, Path(tmp), args.preset, lambda line: print(line, file=sys.stderr))
     for line in stats.lines():
         print(line)
     return 0
