@@ -1,9 +1,9 @@
 """Conformance and determinism checks, shipped as functions.
 
-`log_violations` audits a finished game's event log against the rules using the
-log alone; `determinism_check` plays the same seed twice and compares the engine
-events. Both run against the fake world in unit tests and against the real
-server in integration tests.
+`log_violations` (in `controller.logcheck`) audits a finished game's event log
+against the rules using the log alone; `determinism_check` plays the same seed
+twice and compares the engine events. Both run against the fake world in unit
+tests and against the real server in integration tests.
 """
 
 from __future__ import annotations
@@ -12,27 +12,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.config import GameConfig, RulesConfig
-from controller.events import (
-    Decision,
-    Eject,
-    Emergency,
-    Event,
-    GameEnd,
-    GameStart,
-    Kill,
-    MeetingEnd,
-    MeetingStart,
-    ProgramRun,
-    Report,
-    Speech,
-    StepStart,
-    TaskDone,
-    Vote,
-    read_events,
-)
+from controller.config import GameConfig
+from controller.events import Event, GameStart, read_events
+from controller.logcheck import log_violations as log_violations
 
-ACTING = (Decision, ProgramRun, TaskDone, Report, Emergency, Speech, Vote)
 RULE_KINDS = {
     "kill",
     "task_done",
@@ -46,137 +29,6 @@ RULE_KINDS = {
     "action_rejected",
     "game_end",
 }
-
-
-def _actor(ev: Event) -> str | None:
-    if isinstance(ev, ProgramRun) and ev.status == "cancelled":
-        return None  # the world's account of a program the rules stopped (a kill's victim)
-    if isinstance(ev, Decision | ProgramRun | TaskDone):
-        return ev.agent
-    if isinstance(ev, Report):
-        return ev.reporter
-    if isinstance(ev, Emergency):
-        return ev.caller
-    if isinstance(ev, Speech):
-        return ev.speaker
-    if isinstance(ev, Vote):
-        return ev.voter
-    return None
-
-
-def log_violations(events: list[Event] | str | Path) -> list[str]:
-    """Every breach of the rules the log shows; an empty list means none.
-
-    Checks: kills only by living impostors on living crewmates, in range, never
-    during a cooldown (recomputed from the config in `game_start`); reports in
-    range; nobody dead or ejected acts; at most `max_utterances` speeches per player
-    per meeting, only by the living and in turn; one ballot per living voter; the
-    ending agrees with the final state.
-    """
-    evs = read_events(events) if isinstance(events, str | Path) else events
-    out: list[str] = []
-    start = next((e for e in evs if isinstance(e, GameStart)), None)
-    if start is None:
-        return ["no game_start event"]
-    rules = RulesConfig.model_validate(start.config["rules"])
-    roles = start.roles
-    status = dict.fromkeys(start.agents, "alive")
-    ready = {a: rules.initial_kill_cooldown_ticks for a in start.agents if roles[a] == "impostor"}
-    done: dict[str, set[int]] = {a: set() for a in start.agents}
-    meeting: MeetingStart | None = None
-    spoken: dict[str, int] = {}
-    voted: set[str] = set()
-    last_step = 0
-    end: GameEnd | None = None
-    for ev in evs:
-        last_step = max(last_step, ev.step)
-        actor = _actor(ev)
-        if actor is not None and status.get(actor) != "alive":
-            out.append(f"step {ev.step}: {actor} is {status.get(actor)} but acts ({ev.kind})")
-        if isinstance(ev, Kill):
-            if roles.get(ev.killer) != "impostor":
-                out.append(f"step {ev.step}: {ev.killer} kills but is not an impostor")
-            if roles.get(ev.victim) != "crewmate" or status.get(ev.victim) != "alive":
-                out.append(f"step {ev.step}: {ev.victim} killed but was not a living crewmate")
-            if ev.distance > rules.kill_range + 1e-6:
-                out.append(f"step {ev.step}: kill at {ev.distance} > range {rules.kill_range}")
-            if ev.tick < ready.get(ev.killer, 0):
-                out.append(
-                    f"step {ev.step}: {ev.killer} killed at tick {ev.tick} during "
-                    f"cooldown (ready at {ready[ev.killer]})"
-                )
-            if meeting is not None:
-                out.append(f"step {ev.step}: kill during a meeting")
-            ready[ev.killer] = ev.tick + rules.kill_cooldown_ticks
-            status[ev.victim] = "dead"
-        elif isinstance(ev, Report):
-            if ev.distance > rules.report_range + 1e-6:
-                out.append(f"step {ev.step}: report from {ev.distance} > {rules.report_range}")
-        elif isinstance(ev, TaskDone) and not ev.fake:
-            done[ev.agent].add(ev.station)
-        elif isinstance(ev, MeetingStart):
-            meeting, spoken, voted = ev, {}, set()
-            if sorted(ev.order) != sorted(a for a, s in status.items() if s == "alive"):
-                out.append(f"step {ev.step}: meeting order {ev.order} is not the living players")
-        elif isinstance(ev, Speech):
-            if meeting is None or ev.speaker not in meeting.order:
-                out.append(f"step {ev.step}: {ev.speaker} speaks outside a meeting")
-            elif not ev.passed:
-                spoken[ev.speaker] = spoken.get(ev.speaker, 0) + 1
-                if spoken[ev.speaker] > rules.max_utterances:
-                    out.append(
-                        f"step {ev.step}: {ev.speaker} spoke {spoken[ev.speaker]} times "
-                        f"in meeting {meeting.index}"
-                    )
-        elif isinstance(ev, StepStart) and ev.phase == "meeting" and meeting is None:
-            out.append(f"step {ev.step}: a meeting step outside a meeting")
-        elif isinstance(ev, Vote):
-            if ev.voter in voted:
-                out.append(f"step {ev.step}: {ev.voter} voted twice")
-            voted.add(ev.voter)
-            if ev.target is not None and ev.target != "skip" and status.get(ev.target) != "alive":
-                out.append(f"step {ev.step}: vote for {ev.target}, who is not alive")
-        elif isinstance(ev, MeetingEnd):
-            if sum(ev.tally.values()) != len(voted):
-                out.append(f"step {ev.step}: tally {ev.tally} does not match {len(voted)} votes")
-            meeting = None
-            for imp in ready:
-                ready[imp] = max(ready[imp], ev.tick + rules.kill_cooldown_ticks)
-        elif isinstance(ev, Eject):
-            status[ev.agent] = "ejected"
-        elif isinstance(ev, GameEnd):
-            end = ev
-    if end is None:
-        return [*out, "no game_end event"]
-    if end.status == "ok":
-        out += _ending_violations(end, rules, roles, status, done, start.tasks, last_step)
-    return out
-
-
-def _ending_violations(
-    end: GameEnd,
-    rules: RulesConfig,
-    roles: Mapping[str, str],
-    status: dict[str, str],
-    done: dict[str, set[int]],
-    tasks: dict[str, list[int]],
-    steps: int,
-) -> list[str]:
-    living = [a for a, s in status.items() if s == "alive"]
-    imps = sum(1 for a in living if roles[a] == "impostor")
-    crew = [a for a in living if roles[a] == "crewmate"]
-    expected: tuple[str, str] | None = None
-    if imps == 0:
-        expected = ("crew", "impostors_ejected")
-    elif len(crew) <= imps:
-        expected = ("impostors", "impostors_outnumber")
-    elif all(done[a] >= set(tasks[a]) for a in crew):
-        expected = ("crew", "tasks_done")
-    elif steps >= rules.max_steps:
-        expected = (rules.timeout_winner, "timeout")
-    if expected != (end.winner, end.ending):
-        return [f"ending {end.winner}/{end.ending} does not match the final state {expected}"]
-    return []
 
 
 def rule_events(events: list[Event]) -> list[dict[str, Any]]:

@@ -1,0 +1,444 @@
+"""`log_violations` can fail: a good fake-world log is clean, and one planted fault of
+each kind is caught with a message naming its step."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.checks import log_violations as reexported
+from controller.cli import play_game
+from controller.config import resolve_config
+from controller.events import (
+    Decision,
+    Emergency,
+    Event,
+    GameEnd,
+    GameStart,
+    Kill,
+    MeetingEnd,
+    MeetingStart,
+    ProgramRun,
+    Speech,
+    StepStart,
+    TaskDone,
+    TaskStart,
+    Trace,
+    Vote,
+    read_events,
+)
+from controller.logcheck import derive_ending, log_violations
+from world.spec import load_map
+
+SEED = 12
+"""A quick fake-world game with kills, report and emergency meetings, two ejections
+and a `tasks_done` ending."""
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
+    out = tmp_path_factory.mktemp("good")
+    config = resolve_config("quick", overrides={"seed": SEED, "frames": "off"})
+    play_game(config, load_map("skeld"), "fake", out)
+    return read_events(out / "events.jsonl")
+
+
+def edit(
+    log: list[Event], pick: Callable[[Event], bool], n: int = 0, **update: Any
+) -> tuple[list[Event], Event]:
+    """A copy of the log with the `n`th event matching `pick` updated; and that event."""
+    hits = [i for i, e in enumerate(log) if pick(e)]
+    i = hits[n]
+    planted = log[i].model_copy(update=update)
+    return [*log[:i], planted, *log[i + 1 :]], planted  # type: ignore[list-item]
+
+
+def insert(
+    events: list[Event], after: Callable[[Event], bool], new: Event, n: int = 0
+) -> list[Event]:
+    i = [i for i, e in enumerate(events) if after(e)][n]
+    return [*events[: i + 1], new, *events[i + 1 :]]
+
+
+def caught(events: list[Event], step: int, *words: str) -> list[str]:
+    """The violations naming `step` and containing every word; asserts there is one."""
+    found = log_violations(events)
+    hits = [v for v in found if v.startswith(f"step {step}:") and all(w in v for w in words)]
+    assert hits, f"not caught: step {step} {words}; got {found}"
+    return hits
+
+
+def kind(k: type) -> Callable[[Event], bool]:
+    return lambda e: isinstance(e, k)
+
+
+def start_of(events: list[Event]) -> GameStart:
+    s = events[0]
+    assert isinstance(s, GameStart)
+    return s
+
+
+def test_good_log_is_clean(good: list[Event]) -> None:
+    assert log_violations(good) == []
+    assert reexported is log_violations
+    kinds = {e.kind for e in good}
+    assert {"kill", "report", "emergency", "eject", "task_done", "vote", "speech"} <= kinds
+    end = derive_ending(start_of(good), good)
+    assert end is not None and (end.winner, end.ending) == ("crew", "tasks_done")
+
+
+def test_reads_a_path_and_a_v1_log(good: list[Event], tmp_path: Path) -> None:
+    # A v1 log: no map_spec, no start_tick, no snapshot causes, no abstentions field.
+    lines = []
+    for e in good:
+        d = json.loads(e.model_dump_json())
+        d["v"] = 1
+        if d["kind"] == "task_done":
+            d.pop("start_tick", None)
+        for key in (
+            "map_spec",
+            "map_sha256",
+            "source_revision",
+            "versions",
+            "cause",
+            "subject",
+            "near",
+            "bodies_near",
+            "abstained",
+            "failed",
+            "flags",
+            "frame",
+            "view_text",
+            "sample_interval_ticks",
+        ):
+            d.pop(key, None)
+        lines.append(json.dumps(d))
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert log_violations(path) == []
+
+
+# ---------------------------------------------------------------------- kills
+def test_kill_in_cooldown(good: list[Event]) -> None:
+    # White's second kill, moved before its cooldown after meeting 1 runs out.
+    end1 = next(e for e in good if isinstance(e, MeetingEnd))
+    rules = start_of(good).config["rules"]
+    evs, k = edit(
+        good,
+        lambda e: isinstance(e, Kill) and e.killer == "white",
+        1,
+        tick=end1.tick + rules["kill_cooldown_ticks"] - 1,
+    )
+    caught(evs, k.step, "white", "cooldown")
+
+
+def test_kill_out_of_range(good: list[Event]) -> None:
+    evs, k = edit(good, kind(Kill), 0, distance=3.5)
+    caught(evs, k.step, "kill_range")
+
+
+def test_kill_out_of_range_from_the_strike_positions(good: list[Event]) -> None:
+    # The logged distance is fine; the killer's own `reached` event says otherwise.
+    k = next(e for e in good if isinstance(e, Kill))
+    run = next(
+        e for e in good if isinstance(e, ProgramRun) and e.agent == k.killer and e.step == k.step
+    )
+    moved = [
+        {**pe, "pos": [pe["target_pos"][0] + 5, pe["target_pos"][1], pe["target_pos"][2]]}
+        if pe.get("kind") == "reached"
+        else pe
+        for pe in run.events
+    ]
+    assert moved != run.events
+    evs, _ = edit(good, lambda e: e is run, events=moved)
+    caught(evs, k.step, k.killer, "kill_range")
+
+
+def test_kill_of_a_dead_player_and_by_a_crewmate(good: list[Event]) -> None:
+    k = next(e for e in good if isinstance(e, Kill))
+    crew = next(a for a, r in start_of(good).roles.items() if r == "crewmate" and a != k.victim)
+    evs, _ = edit(good, kind(Kill), 1, victim=k.victim)
+    caught(evs, next(e for e in good if isinstance(e, Kill) and e is not k).step, "already dead")
+    evs, k2 = edit(good, kind(Kill), 0, killer=crew)
+    caught(evs, k2.step, "not an impostor")
+
+
+def test_dead_player_acting(good: list[Event]) -> None:
+    k = next(e for e in good if isinstance(e, Kill))
+    later = next(e for e in good if isinstance(e, Decision) and e.step > k.step + 1)
+    ghost = later.model_copy(update={"agent": k.victim})
+    evs = insert(good, lambda e: e is later, ghost)
+    caught(evs, later.step, k.victim, "is dead but acts")
+
+
+def test_victim_program_running_past_the_kill_in_a_v2_log(good: list[Event]) -> None:
+    # Logs of the v2 loop (they carry `trace`) must stop a victim's program at the kill.
+    k = next(e for e in good if isinstance(e, Kill))
+    trace = Trace(step=0, tick=0, interval=10, ticks=[], players={})
+    victim_run = ProgramRun(
+        step=k.step,
+        tick=k.tick + 50,
+        agent=k.victim,
+        status="ok",
+        start_tick=k.tick - 10,
+        end_tick=k.tick + 50,
+    )
+    evs = insert([good[0], trace, *good[1:]], lambda e: e is k, victim_run)
+    caught(evs, k.step, k.victim, "program ran to")
+    # Stopped at the kill (and logged after it, when the batch ended): fine.
+    stopped = victim_run.model_copy(update={"status": "cancelled", "end_tick": k.tick})
+    evs = insert([good[0], trace, *good[1:]], lambda e: e is k, stopped)
+    assert [v for v in log_violations(evs) if k.victim in v] == []
+
+
+def test_unknown_rules_are_ignored(good: list[Event]) -> None:
+    start = start_of(good)
+    rules = {**start.config["rules"], "some_future_rule": 1.5}
+    evs, _ = edit(good, kind(GameStart), config={**start.config, "rules": rules})
+    assert log_violations(evs) == []
+
+
+# ---------------------------------------------------------------------- votes
+def test_wrong_tally(good: list[Event]) -> None:
+    evs, m = edit(good, kind(MeetingEnd), 1, tally={"green": 2, "skip": 3})
+    caught(evs, m.step, "tally")
+
+
+def test_wrong_ejection_on_a_tie(good: list[Event]) -> None:
+    # Meeting 2 (green 3, skip 2): one green ballot becomes red, so green 2, skip 2,
+    # red 1: a tie, which must eject no one; the log still says green was ejected.
+    end = [e for e in good if isinstance(e, MeetingEnd)][1]
+    votes = [e for e in good if isinstance(e, Vote) and e.step == end.step]
+    green = [v for v in votes if v.target == "green"]
+    evs2, _ = edit(good, lambda e: e is green[0], target="red")
+    evs2, _ = edit(
+        evs2,
+        lambda e: isinstance(e, MeetingEnd) and e.index == end.index,
+        tally={"green": 2, "red": 1, "skip": 2},
+    )
+    caught(evs2, end.step, "ejected", "tie ejecting None")
+
+
+def test_vote_counted_from_an_abstention(good: list[Event]) -> None:
+    end = [e for e in good if isinstance(e, MeetingEnd)][1]
+    green = next(
+        e for e in good if isinstance(e, Vote) and e.step == end.step and e.target == "green"
+    )
+    evs, _ = edit(good, lambda e: e is green, target=None)
+    caught(evs, end.step, "tally", "'green': 2")
+    evs, _ = edit(good, lambda e: e is green, failed=True, error_kind="model", error="timeout")
+    caught(evs, end.step, "tally", "'green': 2")
+
+
+def test_ejection_without_a_vote_and_voting_for_the_dead(good: list[Event]) -> None:
+    k = next(e for e in good if isinstance(e, Kill))
+    end = [e for e in good if isinstance(e, MeetingEnd)][0]
+    evs, v = edit(good, lambda e: isinstance(e, Vote) and e.step == end.step, 0, target=k.victim)
+    caught(evs, v.step, "not a living player")
+
+
+# ---------------------------------------------------------------------- tasks
+def test_task_at_an_unassigned_station(good: list[Event]) -> None:
+    t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
+    mine = start_of(good).tasks[t.agent]
+    other = next(s for s in range(40) if s not in mine)
+    evs, _ = edit(good, lambda e: e is t, station=other)
+    caught(evs, t.step, t.agent, f"station {other}", "not one of its tasks")
+
+
+def test_task_done_too_early(good: list[Event]) -> None:
+    t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
+    evs, _ = edit(good, lambda e: e is t, start_tick=t.tick - 10)
+    caught(evs, t.step, "after 10 ticks")
+
+
+def test_task_too_early_by_program_marks_in_a_v1_log(good: list[Event]) -> None:
+    # No start_tick: the start comes from the player's `task_start` program mark.
+    t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
+    run = next(
+        e for e in good if isinstance(e, ProgramRun) and e.agent == t.agent and e.step == t.step
+    )
+    tag = f"task_start:{t.station}"
+    marks = [{**pe, "tick": t.tick - 5} if pe.get("tag") == tag else pe for pe in run.events]
+    evs, _ = edit(good, lambda e: e is run, events=marks)
+    caught(evs, t.step, "after 5 ticks")
+
+
+def test_task_across_a_meeting_and_away_from_the_station(good: list[Event]) -> None:
+    m = next(e for e in good if isinstance(e, MeetingStart))
+    t = next(e for e in good if isinstance(e, TaskDone) and not e.fake and e.tick > m.tick)
+    evs, _ = edit(good, lambda e: e is t, start_tick=m.tick - 1)
+    caught(evs, t.step, "spans the meeting")
+    # v2: task_start events and a trace sample that leaves the station.
+    start = TaskStart(step=t.step, tick=t.tick - 100, agent=t.agent, station=t.station, room=t.room)
+    far = Trace(
+        step=t.step,
+        tick=t.tick,
+        interval=10,
+        ticks=[t.tick - 50],
+        players={t.agent: [(0.0, 65.0, 0.0, 0.0)]},
+    )
+    evs = insert(
+        insert(good, lambda e: isinstance(e, StepStart) and e.step == t.step, start),
+        lambda e: e is t,
+        far,
+    )
+    # Every other task lacks its task_start now; look only at this one.
+    hits = caught(evs, t.step, t.agent, f"station {t.station}", "blocks from it")
+    assert hits
+
+
+def test_task_start_events_are_required_once_the_log_has_them(good: list[Event]) -> None:
+    t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
+    start = TaskStart(
+        step=t.step, tick=t.tick - 70, agent=t.agent, station=t.station + 1, room=t.room
+    )
+    evs = insert(good, lambda e: isinstance(e, StepStart) and e.step == t.step, start)
+    caught(evs, t.step, t.agent, "no start in the log")
+
+
+# ---------------------------------------------------------------------- button
+def test_button_during_lockout(good: list[Event]) -> None:
+    e = next(e for e in good if isinstance(e, Emergency))
+    last_end = [m for m in good if isinstance(m, MeetingEnd) and m.tick <= e.tick][-1]
+    evs, _ = edit(good, lambda x: x is e, tick=last_end.tick + 5)
+    caught(evs, e.step, e.caller, "lockout")
+
+
+def test_button_over_budget(good: list[Event]) -> None:
+    e = next(e for e in good if isinstance(e, Emergency))
+    end = next(m for m in good if isinstance(m, MeetingEnd) and m.tick > e.tick)
+    again = e.model_copy(update={"step": end.step + 1, "tick": end.tick + 1000})
+    evs = insert(good, lambda x: x is end, again)
+    caught(evs, end.step + 1, e.caller, "budget")
+
+
+# ---------------------------------------------------------------------- talk
+def test_speaker_out_of_turn(good: list[Event]) -> None:
+    speeches = [e for e in good if isinstance(e, Speech)]
+    a, b = speeches[0], speeches[1]
+    evs, _ = edit(good, lambda e: e is a, speaker=b.speaker)
+    caught(evs, a.step, b.speaker, "out of turn")
+
+
+def test_dead_speaker(good: list[Event]) -> None:
+    k = next(e for e in good if isinstance(e, Kill))
+    s = next(e for e in good if isinstance(e, Speech) and e.tick > k.tick)
+    evs, _ = edit(good, lambda e: e is s, speaker=k.victim)
+    caught(evs, s.step, k.victim)
+
+
+def test_too_many_utterances(good: list[Event]) -> None:
+    # With max_utterances 1, a second spoken line by the first speaker breaks the rule.
+    start = start_of(good)
+    rules = {**start.config["rules"], "max_utterances": 1}
+    evs, _ = edit(good, kind(GameStart), config={**start.config, "rules": rules})
+    m = next(e for e in evs if isinstance(e, MeetingStart))
+    first = next(e for e in evs if isinstance(e, Speech) and e.step > m.step)
+    extra = first.model_copy(update={"step": first.step, "text": "Again.", "utterance": 2})
+    evs = insert(evs, lambda e: e is first, extra)
+    caught(evs, first.step, first.speaker, "2 times", "max_utterances is 1")
+
+
+def test_speech_after_talk_is_over(good: list[Event]) -> None:
+    m = next(e for e in good if isinstance(e, MeetingStart))
+    votes = [e for e in good if isinstance(e, Vote) and e.step > m.step]
+    late = Speech(
+        step=votes[0].step, tick=votes[0].tick, speaker=m.order[0], text="One more.", utterance=2
+    )
+    evs = insert(good, lambda e: e is votes[0], late, 0)
+    caught(evs, votes[0].step, "talk was over")
+
+
+# ---------------------------------------------------------------------- endings
+def test_wrong_ending(good: list[Event]) -> None:
+    evs, end = edit(good, kind(GameEnd), winner="impostors", ending="impostors_outnumber")
+    caught(evs, end.step, "impostors/impostors_outnumber", "tasks_done")
+
+
+def test_game_continued_after_an_ending(good: list[Event]) -> None:
+    last_task = [e for e in good if isinstance(e, TaskDone) and not e.fake][-1]
+    k = next(e for e in good if isinstance(e, Kill) and e.killer == "white")
+    living_crew = "yellow"
+    late = k.model_copy(
+        update={"step": last_task.step, "tick": last_task.tick + 1, "victim": living_crew}
+    )
+    evs = insert(good, lambda e: e is last_task, late)
+    caught(evs, last_task.step, "went on", "tasks_done")
+
+
+def test_win_overturned_within_a_step() -> None:
+    """The crew's last task at tick 100 decides the game; a parity kill at tick 110 in
+    the same step cannot overturn it (and a log that says so is caught)."""
+    rules = {
+        "n_players": 3,
+        "n_impostors": 1,
+        "tasks_per_crewmate": 1,
+        "task_ticks": 10,
+        "initial_kill_cooldown_ticks": 0,
+    }
+    start = GameStart(
+        step=0,
+        tick=0,
+        seed=1,
+        agents=["red", "blue", "green"],
+        roles={"red": "impostor", "blue": "crewmate", "green": "crewmate"},
+        tasks={"red": [], "blue": [1], "green": [2]},
+        map="skeld",
+        preset="quick",
+        config={"rules": rules},
+    )
+    evs: list[Event] = [
+        start,
+        StepStart(step=1, tick=0, phase="free_roam"),
+        TaskDone(
+            step=1,
+            tick=50,
+            agent="green",
+            station=2,
+            room="x",
+            fake=False,
+            done=1,
+            total=1,
+            start_tick=20,
+        ),
+        TaskDone(
+            step=1,
+            tick=100,
+            agent="blue",
+            station=1,
+            room="x",
+            fake=False,
+            done=1,
+            total=1,
+            start_tick=80,
+        ),
+        Kill(
+            step=1,
+            tick=110,
+            killer="red",
+            victim="blue",
+            pos=(0.0, 65.0, 0.0),
+            room="x",
+            distance=1.0,
+        ),
+        GameEnd(step=1, tick=110, winner="impostors", ending="impostors_outnumber", status="ok"),
+    ]
+    found = log_violations(evs)
+    assert any(v.startswith("step 1:") and "went on" in v and "kill" in v for v in found), found
+    assert any("ends impostors/impostors_outnumber" in v and "tasks_done" in v for v in found), (
+        found
+    )
+    ended = derive_ending(start, evs)
+    assert ended is not None and (ended.ending, ended.tick) == ("tasks_done", 100)
+    fixed = [*evs[:4], GameEnd(step=1, tick=100, winner="crew", ending="tasks_done", status="ok")]
+    assert [v for v in log_violations(fixed) if "station" not in v] == []
+
+
+def test_missing_game_start_and_end(good: list[Event]) -> None:
+    assert log_violations(good[1:]) == ["no game_start event"]
+    assert "no game_end event" in log_violations(good[:-1])
