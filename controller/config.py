@@ -43,6 +43,10 @@ class RulesConfig(_Frozen):
     """Ticks an impostor must wait after a kill (and after each meeting) before the next."""
     initial_kill_cooldown_ticks: int = Field(default=100, ge=0)
     """Ticks from the start of the game before the first kill is allowed."""
+    kill_defer_distance: float = Field(default=10.0, gt=0)
+    """Leash of every `kill` program (blocks): its approach gives up, and the program
+    fails saying so, once the target is farther than this from where the approach began;
+    a strike never lands far from the place the killer judged safe."""
     report_range: float = Field(default=2.0, gt=0)
     """Largest distance (blocks) from a body at which it can be reported."""
     button_range: float = Field(default=2.5, gt=0)

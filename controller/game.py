@@ -176,6 +176,7 @@ class Game:
         }
         self.timings: list[StepTiming] = []
         self.cost_usd = 0.0
+        self.cost_unknown = False
         self.resumable = False
         self.versions: dict[str, str] = {}
         self.started = 0.0
@@ -453,7 +454,11 @@ class Game:
             self.counts["tokens_in"] += int(call.get("tokens_in", 0))
             self.counts["tokens_out"] += int(call.get("tokens_out", 0))
             self.counts["tokens_cached"] += int(call.get("tokens_cached", 0))
-            self.cost_usd += float(call.get("cost_usd", 0.0))
+            cost = call.get("cost_usd", 0.0)
+            if cost is None:  # an unpriced model: the game's cost is unknown, not lower
+                self.cost_unknown = True
+            else:
+                self.cost_usd += float(cost)
             if call.get("error_class"):
                 self.counts["failed_calls"] += 1
         self._emit(
@@ -882,7 +887,7 @@ class Game:
             "tasks": {"done": done, "total": total},
             "resumable": self.resumable,
             "counts": self.counts,
-            "cost_usd": round(self.cost_usd, 6),
+            "cost_usd": None if self.cost_unknown else round(self.cost_usd, 6),
             "wall_seconds": round(time.monotonic() - self.started, 3),
             "config": self.config.model_dump(mode="json"),
             "agents": {a: ag.describe() for a, ag in self.agents.items()},

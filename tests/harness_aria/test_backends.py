@@ -164,10 +164,21 @@ def test_openai_usage_cached_tokens_and_cost(mock_api: StartServer, fast: Backen
     assert response.latency_ms >= 20
 
 
-def test_unknown_model_costs_nothing(mock_api: StartServer, fast: BackendSettings) -> None:
+@pytest.mark.parametrize("address", ["openai:my-finetune-x", "anthropic:claude-unknown-9"])
+def test_unknown_model_cost_is_null_with_one_warning(
+    address: str,
+    mock_api: StartServer,
+    fast: BackendSettings,
+    fake_keys: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     api = mock_api([MockText("{}", prompt_tokens=10, completion_tokens=10)])
-    backend = make_backend("openai:my-finetune", base_url=api.openai_base_url, settings=fast)
-    assert run(backend, text_request()).cost_usd == 0.0
+    backend = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    with caplog.at_level(logging.WARNING):
+        assert run(backend, text_request()).cost_usd is None
+        assert run(backend, text_request()).cost_usd is None
+    warnings = [r for r in caplog.records if "no price for model" in r.getMessage()]
+    assert len(warnings) == 1 and address.partition(":")[2] in warnings[0].getMessage()
 
 
 def test_price_table_is_a_setting(mock_api: StartServer, fast: BackendSettings) -> None:
