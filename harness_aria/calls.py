@@ -18,7 +18,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -136,22 +136,22 @@ class CallSetup:
     store: PromptStore | None = None
 
 
-@dataclass
 class HarnessedBackend:
-    """A backend with its side's call setup (the calls themselves go to `inner`)."""
+    """A backend with its side's call setup (the calls themselves go to `inner`).
 
-    inner: Backend
-    setup: CallSetup = field(default_factory=CallSetup)
+    Args:
+        inner: The model backend.
+        setup: The shared prefix and prompt store of the side.
+    """
 
-    @property
-    def address(self) -> str:
-        """The inner backend's address."""
-        return self.inner.address
+    def __init__(self, inner: Backend, setup: CallSetup | None = None) -> None:
+        self.inner = inner
+        self.setup = setup or CallSetup()
+        self.address = inner.address
+        self.vision = inner.vision
 
-    @property
-    def vision(self) -> bool:
-        """Whether the inner backend sends images."""
-        return self.inner.vision
+    def __repr__(self) -> str:
+        return f"HarnessedBackend({self.inner!r})"
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Run the request on the inner backend."""

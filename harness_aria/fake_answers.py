@@ -19,7 +19,10 @@ _TASKS_DONE = re.compile(r"Your tasks done: (\d+)/(\d+)")
 
 
 def _system(request: ModelRequest) -> str:
-    return "\n".join(m.text for m in request.messages if m.role == "system")
+    # The call's own system text is the last one; a shared prefix (rules, map, formats)
+    # may come first and mentions every module, so it must not steer the answer.
+    systems = [m.text for m in request.messages if m.role == "system"]
+    return systems[-1] if systems else ""
 
 
 # A phrase of each template that tells which module is asking (for requests that
@@ -54,6 +57,7 @@ def answer(request: ModelRequest) -> str:
 def answer_http(body: dict[str, object]) -> str:
     """The same answers for a request body of the OpenAI or Anthropic API (mock servers)."""
     texts: list[str] = []
+    users: list[str] = []
     system = body.get("system")
     if isinstance(system, str):
         texts.append(system)
@@ -61,11 +65,18 @@ def answer_http(body: dict[str, object]) -> str:
         texts += [str(b.get("text", "")) for b in system if isinstance(b, dict)]
     messages = body.get("messages")
     for m in messages if isinstance(messages, list) else []:
-        if isinstance(m, dict) and m.get("role") == "system":
-            content = m.get("content")
-            texts.append(content if isinstance(content, str) else str(content))
-    joined = "\n".join(texts)
-    return answer_for(infer_purpose(joined), joined)
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        if m.get("role") == "system":
+            texts.append(str(content))
+        elif m.get("role") == "user":
+            users.append(str(content))
+    # The last system text is the call's own (see `_system`).
+    own = texts[-1] if texts else ""
+    return answer_for(infer_purpose(own), own, "\n".join(users))
 
 
 def answer_for(purpose: str, system: str, user: str = "") -> str:
