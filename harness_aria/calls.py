@@ -77,8 +77,7 @@ def picture_wording(text: str, with_picture: bool) -> str:
         The text with the markers resolved.
     """
     text = _PICTURE.sub(lambda m: m.group(1) if with_picture else "", text)
-    text = _TEXT_ONLY.sub(lambda m: "" if with_picture else m.group(1), text)
-    return re.sub(r"[ \t]+\n", "\n", re.sub(r" {2,}", " ", text))
+    return _TEXT_ONLY.sub(lambda m: "" if with_picture else m.group(1), text)
 
 
 def sha256_text(text: str) -> str:
@@ -274,8 +273,8 @@ async def ask(
     """
     setup = backend.setup if isinstance(backend, HarnessedBackend) else CallSetup()
     use_image = image is not None and backend.vision
+    # Only the templates carry picture wording; the user text (state, memory) is data.
     system = picture_wording(system, use_image)
-    user = picture_wording(user, use_image)
     messages: list[Message] = []
     if setup.shared_prefix:
         messages.append(Message(role="system", text=setup.shared_prefix))
