@@ -13,6 +13,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -833,3 +834,43 @@ def test_refused_request_stops_with_a_configuration_error(
     assert info.value.error_class == "configuration"
     assert named in str(info.value) and address in str(info.value)
     assert len(api.requests) == 1  # never retried: no retry can fix it
+
+
+# -- prompt caching of the shared prefix (as the mock reports it, API by API) -------------------
+
+
+@pytest.mark.parametrize("address", SDK_ADDRESSES)
+def test_shared_prefix_is_cached_from_the_second_call(
+    address: str, mock_api: StartServer, fast: BackendSettings
+) -> None:
+    from controller.config import RulesConfig
+    from harness_aria.calls import CallSetup, HarnessedBackend
+    from harness_aria.prompts import shared_prefix
+    from world.geometry import ShipGeometry
+    from world.spec import load_map
+
+    api = mock_api(['{"ok": 1}'])
+    inner = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    prefix = shared_prefix(ShipGeometry(load_map("skeld")), RulesConfig())
+    backend = HarnessedBackend(inner, CallSetup(shared_prefix=prefix))
+
+    async def two() -> list[Any]:
+        first = await ask(backend, purpose="vote", system="You are Red.", user="a", prompts=[])
+        second = await ask(backend, purpose="vote", system="You are Blue.", user="b", prompts=[])
+        return [first, second]
+
+    first, second = asyncio.run(two())
+    assert first.tokens_cached == 0
+    assert second.tokens_cached >= len(prefix) // 4 - 128
+    assert second.tokens_cached / second.tokens_in > 0.9
+    if address.startswith("anthropic"):
+        system = api.requests[1].body["system"]
+        assert system[0]["text"] == prefix and system[0]["cache_control"]["type"] == "ephemeral"
+
+
+def test_mock_cache_respects_the_minimum(mock_api: StartServer, fast: BackendSettings) -> None:
+    api = mock_api(['{"ok": 1}'])
+    backend = make_backend("openai:gpt-4.1-mini", base_url=api.openai_base_url, settings=fast)
+    short = text_request()
+    assert run(backend, short).tokens_cached == 0
+    assert run(backend, short).tokens_cached == 0  # far below 1024 tokens: never cached
