@@ -59,6 +59,10 @@ class AriaArgs(BaseModel):
     """Shortcut for `settings.model.image_detail`."""
     record_prompts: bool = True
     """Store every prompt text in the run folder (`prompts/<sha256>.txt`)."""
+    shared_prefix: bool = True
+    """Open every call with the side's shared prefix (rules, map, answer formats; about
+    4200 tokens, long enough for every priced model's prompt cache). Off saves input
+    tokens on servers that cache nothing, at the price of a terser statement of the rules."""
 
     @field_validator("backend")
     @classmethod
@@ -120,7 +124,8 @@ class AriaKind:
             if args.record_prompts and context.run_dir is not None
             else None
         )
-        setup = CallSetup(shared_prefix=shared_prefix(context.geometry, rules), store=store)
+        prefix = shared_prefix(context.geometry, rules) if args.shared_prefix else ""
+        setup = CallSetup(shared_prefix=prefix, store=store)
         backend = HarnessedBackend(build_backend(args), setup)
 
         def make(agent_id: str) -> Agent:
