@@ -362,3 +362,57 @@ def test_kill_target_out_of_reach_closes_in_before_scanning() -> None:
     obs = impostor(visible_players={"blue": (7.0, 65.0, 0.0)})
     result, tk = run("KILL", obs)
     assert result.actions[0]["op"] == "follow" and not tk.calls
+
+
+# ------------------------------------------------------------------------------ end to end
+
+
+def sloppy(request: Any) -> str:
+    """The offline answers written the way real models often write them."""
+    import json
+
+    from harness_aria.fake_answers import answer
+
+    data = json.loads(answer(request))
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif key == "room" and isinstance(value, str):
+            value = value.replace("_", " ").title()
+        elif key == "station" and isinstance(value, int):
+            value = f"station {value}"
+        elif key == "vote_target" and value == "skip":
+            value = "Skip."
+        out[key] = value
+    body = json.dumps(out)[:-1] + ",}"
+    return f"Here is my decision.\n```json\n{body}\n```\nI hope that helps."
+
+
+def test_a_sloppy_but_sensible_model_loses_no_decision(tmp_path: Any) -> None:
+    from controller.config import resolve_config
+    from controller.events import Decision, read_events
+    from controller.game import Game
+    from controller.worlds.fake import FakeWorld
+    from harness_aria.agent import AriaAgent
+
+    backend = FakeBackend("sloppy", script=sloppy)
+    config = resolve_config("quick", overrides={"seed": 2, "rules": {"max_steps": 30}})
+
+    def factory(agent: str, role: str) -> AriaAgent:
+        return AriaAgent(agent, AriaSpec(), backend, GEOMETRY)
+
+    Game(config, GEOMETRY.spec, FakeWorld(GEOMETRY), factory, tmp_path).run()
+    decisions = [d for d in read_events(tmp_path / "events.jsonl") if isinstance(d, Decision)]
+    with_calls = [d for d in decisions if d.calls]
+    assert len(with_calls) > 20
+    invalid = [d for d in with_calls if d.error_kind == "model"]
+    assert not invalid, [(d.module, d.error) for d in invalid[:5]]
+    calls = [c for d in with_calls for c in d.calls]
+    assert all("json: code fence" in c["normalised"] for c in calls)
+    notes = [n for c in calls for n in c["normalised"]]
+    assert any(n.startswith("station: 'station ") for n in notes)
+    assert any(n.startswith("module: ") or n.startswith("room: ") for n in notes) or notes
+    for d in decisions:  # a crewmate that said "true" reports; it never walks away
+        if d.module == "REPORT" and d.calls and '"should_report": "true"' in d.raw:
+            assert d.program and d.program[0]["op"] == "report"
