@@ -412,7 +412,6 @@ def test_a_sloppy_but_sensible_model_loses_no_decision(tmp_path: Any) -> None:
     assert all("json: code fence" in c["normalised"] for c in calls)
     notes = [n for c in calls for n in c["normalised"]]
     assert any(n.startswith("station: 'station ") for n in notes)
-    assert any(n.startswith("module: ") or n.startswith("room: ") for n in notes) or notes
     for d in decisions:  # a crewmate that said "true" reports; it never walks away
         if d.module == "REPORT" and d.calls and '"should_report": "true"' in d.raw:
             assert d.program and d.program[0]["op"] == "report"
