@@ -214,7 +214,9 @@ class MockText:
             Anthropic `cache_read_input_tokens`).
         cache_creation_tokens: Anthropic `cache_creation_input_tokens` (ignored for OpenAI).
         delay_s: Seconds to wait before answering.
-        finish_reason: OpenAI `finish_reason`; Anthropic gets the matching `stop_reason`.
+        finish_reason: OpenAI `finish_reason` (`stop`, `length`, `content_filter`, ...);
+            Anthropic gets the matching `stop_reason` (`stop` -> `end_turn`, `length` ->
+            `max_tokens`, any other value as given, e.g. `refusal`).
     """
 
     text: str
@@ -223,7 +225,7 @@ class MockText:
     cached_tokens: int = 0
     cache_creation_tokens: int = 0
     delay_s: float = 0.0
-    finish_reason: Literal["stop", "length"] = "stop"
+    finish_reason: str = "stop"
 
 
 @dataclass(frozen=True)
@@ -639,7 +641,9 @@ def _anthropic_body(
         "role": "assistant",
         "model": str(request.body.get("model", "mock")),
         "content": [{"type": "text", "text": reply.text}],
-        "stop_reason": "end_turn" if reply.finish_reason == "stop" else "max_tokens",
+        "stop_reason": {"stop": "end_turn", "length": "max_tokens"}.get(
+            reply.finish_reason, reply.finish_reason
+        ),
         "stop_sequence": None,
         "usage": {
             # Anthropic counts cache reads and writes apart from `input_tokens`.

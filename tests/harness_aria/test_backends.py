@@ -874,3 +874,16 @@ def test_mock_cache_respects_the_minimum(mock_api: StartServer, fast: BackendSet
     short = text_request()
     assert run(backend, short).tokens_cached == 0
     assert run(backend, short).tokens_cached == 0  # far below 1024 tokens: never cached
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [("openai:gpt-4.1-mini", "content_filter"), ("anthropic:claude-haiku-4-5", "refusal")],
+)
+def test_other_finish_reasons_are_recorded_as_sent(
+    address: str, reason: str, mock_api: StartServer, fast: BackendSettings
+) -> None:
+    api = mock_api([MockText("{}", finish_reason=reason)])
+    backend = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    record = asyncio.run(ask(backend, purpose="move", system="s", user="u", prompts=[]))
+    assert record.finish_reason == reason and not record.truncated
