@@ -154,7 +154,11 @@ def config_from_args(args: argparse.Namespace) -> GameConfig:
     # the `aria` kind's args after the layers are merged (so command-line values win).
     base = resolve_config("quick", file_data, {k: v for k, v in sides.items() if v})
     aria = {s for s in ("crew", "impostor") if getattr(base, s).agent == "aria"}
-    text_only = {"both": {"crew", "impostor"}, None: set()}.get(args.text_only, {args.text_only})
+    # `--text-only` alone (both) applies to every side that plays a model, as it always
+    # did; naming a side that plays none is an error.
+    text_only = {"both": aria, None: set()}.get(args.text_only, {args.text_only})
+    if args.text_only is not None and not text_only:
+        raise ConfigError(f"--text-only {args.text_only}: no side plays a model")
     for side in text_only:
         if side not in aria:
             raise ConfigError(f"--text-only {args.text_only}: the {side} side plays no model")

@@ -167,6 +167,10 @@ def test_cli_sides_and_per_side_text_only() -> None:
     assert not imp.crew.args["text_only"] and imp.impostor.args["text_only"]
     with pytest.raises(ConfigError, match="plays no model"):
         _cli("--crew", "fake", "--text-only", "impostor")
+    one = _cli("--crew", "fake", "--text-only")  # the old flag: every side with a model
+    assert one.crew.args["text_only"] and one.impostor.agent == "scripted"
+    with pytest.raises(ConfigError, match="no side plays a model"):
+        _cli("--text-only")
 
 
 def test_cli_ablation_reaches_the_args() -> None:
