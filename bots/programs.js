@@ -74,7 +74,7 @@ function checkChat (text) {
 const SPECS = {
   goto: { pos: F.vec3, range: [F.numGe0, 1.0] },
   follow: { agent: F.agent, distance: [F.numGt0, 3.0], ticks: F.intGe1 },
-  approach: { agent: F.agent, range: F.numGt0 },
+  approach: { agent: F.agent, range: F.numGt0, leash: [F.numGt0, null] },
   look: { yaw: F.num, pitch: [F.num, 0.0] },
   turn: { yaw: F.num },
   wait: { ticks: F.intGe0 },
@@ -330,6 +330,15 @@ class ProgramRunner {
     let entity = this.targetEntity(bot, target)
     if (!entity) throw new StepFailed(`approach: ${step.agent} is not visible (disconnected or out of range)`)
     const inRange = (e) => bot.entity.position.distanceTo(e.position) <= step.range
+    // The leash: give up once the target is farther than this from where the approach
+    // began, so a strike never lands far from the place the killer judged safe.
+    const anchor = bot.entity.position.clone()
+    const checkLeash = (e) => {
+      if (step.leash === null) return
+      const away = anchor.distanceTo(e.position)
+      if (away > step.leash) throw new StepFailed(`approach: ${step.agent} is ${away.toFixed(1)} blocks from where the approach began, beyond its leash of ${step.leash}`)
+    }
+    checkLeash(entity)
     // The goal range is a bit tighter than the step's: free motion stops at the goal
     // range measured between real positions, which is then surely within step.range.
     const goalRange = step.range * 0.75
@@ -344,6 +353,7 @@ class ProgramRunner {
             entity = now
             bot.pathfinder.setGoal(new goals.GoalFollow(entity, goalRange), true)
           }
+          checkLeash(entity)
           if (inRange(entity)) break
         }
       }

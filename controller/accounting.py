@@ -106,12 +106,19 @@ def counts_from_events(events: Iterable[EventBase]) -> dict[str, int]:
     return c
 
 
-def cost_from_events(events: Iterable[EventBase]) -> float:
-    """Estimated model cost (USD) of every call recorded on the decisions."""
+def cost_from_events(events: Iterable[EventBase]) -> float | None:
+    """Estimated model cost (USD) of every call recorded on the decisions.
+
+    None when any call's model has no known price: the game's cost is then unknown,
+    never the lower sum of the priced calls.
+    """
     total = 0.0
     for ev in events:
         if isinstance(ev, Decision):
-            total += sum(float(call.get("cost_usd", 0.0) or 0.0) for call in ev.calls)
+            for call in ev.calls:
+                if "cost_usd" in call and call["cost_usd"] is None:
+                    return None
+                total += float(call.get("cost_usd", 0.0) or 0.0)
     return round(total, 6)
 
 

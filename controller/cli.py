@@ -12,13 +12,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+# The CLI is where the harness meets the controller: importing its registration module
+# registers the `aria` agent kind (the controller's own modules never import it).
+import harness_aria.registration  # noqa: F401
+from controller.agents.registry import AgentKindError
 from controller.commands import discover
 from controller.config import PRESETS, ConfigError, GameConfig, load_config_file, resolve_config
 from controller.game import Game, GameResult
 from controller.players import agent_factory, check_sides
 from controller.worlds.base import World
-from harness_aria.backends.base import CredentialsError
-from harness_aria.spec import AblationError, apply_ablations
+from harness_aria.spec import AblationError, AriaSpec, apply_ablations
 from world.geometry import ShipGeometry
 from world.spec import MapSpec, MapSpecError, load_map
 
@@ -59,7 +62,14 @@ def _play_parser(sub: Any) -> None:
         help="ARIA spec setting, repeatable, e.g. crew.memory=semantic impostor.planning="
         "hierarchical both.state=ego",
     )
-    p.add_argument("--text-only", action="store_true", help="send no images to the models")
+    p.add_argument(
+        "--text-only",
+        nargs="?",
+        const="both",
+        default=None,
+        choices=["crew", "impostor", "both"],
+        help="send no images to the models of a side (crew, impostor; alone: both)",
+    )
     p.add_argument("--seed", type=int, default=None, help="game seed (default 0)")
     p.add_argument(
         "--out", type=Path, default=None, help="output folder (default runs/<time>-seed<N>)"
@@ -140,15 +150,32 @@ def config_from_args(args: argparse.Namespace) -> GameConfig:
         backend = getattr(args, side)
         if backend is not None:
             sides[side]["backend"] = backend
+    # The side fields below use the older flat form, which the config translates into
+    # the `aria` kind's args after the layers are merged (so command-line values win).
+    base = resolve_config("quick", file_data, {k: v for k, v in sides.items() if v})
+    aria = {s for s in ("crew", "impostor") if getattr(base, s).agent == "aria"}
+    # `--text-only` alone (both) applies to every side that plays a model, as it always
+    # did; naming a side that plays none is an error.
+    text_only = {"both": aria, None: set()}.get(args.text_only, {args.text_only})
+    if args.text_only is not None and not text_only:
+        raise ConfigError(f"--text-only {args.text_only}: no side plays a model")
+    for side in text_only:
+        if side not in aria:
+            raise ConfigError(f"--text-only {args.text_only}: the {side} side plays no model")
+        sides[side]["text_only"] = True
+    for side in aria:
         if args.base_url is not None:
             sides[side]["base_url"] = args.base_url
-        if args.text_only:
-            sides[side]["text_only"] = True
-    base = resolve_config("quick", file_data)
-    crew_spec, impostor_spec = apply_ablations(base.crew.spec, base.impostor.spec, args.ablation)
-    if args.ablation:
-        sides["crew"]["spec"] = crew_spec.model_dump()
-        sides["impostor"]["spec"] = impostor_spec.model_dump()
+    specs = {
+        s: AriaSpec.model_validate(getattr(base, s).args["spec"]) if s in aria else AriaSpec()
+        for s in ("crew", "impostor")
+    }
+    crew_spec, impostor_spec = apply_ablations(specs["crew"], specs["impostor"], args.ablation)
+    for side, spec in (("crew", crew_spec), ("impostor", impostor_spec)):
+        if side in aria:
+            sides[side]["spec"] = spec.model_dump()
+        elif spec != specs[side]:
+            raise AblationError(f"--ablation: the {side} side plays no model (it is scripted)")
     for side, values in sides.items():
         if values:
             overrides[side] = values
@@ -185,7 +212,7 @@ def play_game(
 ) -> GameResult:
     """Set up the world and agents, play one game, and always close the world."""
     geometry = ShipGeometry(spec)
-    agents = agent_factory(config, geometry)
+    agents = agent_factory(config, geometry, out)
     world = make_world(world_kind, config, geometry, out)
     try:
         game = Game(config, spec, world, agents, out, progress=progress)
@@ -204,7 +231,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         config = config_from_args(args)
         spec = load_map(config.map)
         check_sides(config)
-    except (ConfigError, MapSpecError, AblationError, CredentialsError, ValueError) as exc:
+    except (ConfigError, MapSpecError, AblationError, AgentKindError, ValueError) as exc:
         print(f"mineamongus: {exc}", file=sys.stderr)
         return 2
     out = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{config.seed}"

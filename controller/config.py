@@ -14,8 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness_aria.backends.settings import BackendSettings
-from harness_aria.spec import AriaSpec
+from controller.agents.registry import AgentKindError, validate_args
 
 PRESETS = ("quick", "paper")
 
@@ -43,6 +42,10 @@ class RulesConfig(_Frozen):
     """Ticks an impostor must wait after a kill (and after each meeting) before the next."""
     initial_kill_cooldown_ticks: int = Field(default=100, ge=0)
     """Ticks from the start of the game before the first kill is allowed."""
+    kill_defer_distance: float = Field(default=10.0, gt=0)
+    """Leash of every `kill` program (blocks): its approach gives up, and the program
+    fails saying so, once the target is farther than this from where the approach began;
+    a strike never lands far from the place the killer judged safe."""
     report_range: float = Field(default=2.0, gt=0)
     """Largest distance (blocks) from a body at which it can be reported."""
     button_range: float = Field(default=2.5, gt=0)
@@ -106,21 +109,40 @@ class ServerConfig(_Frozen):
         return host, int(port)
 
 
-class SideConfig(_Frozen):
-    """Who plays one side (all crewmates, or all impostors)."""
+LEGACY_SIDE_FIELDS = ("backend", "base_url", "text_only", "spec", "settings")
+"""Side fields of the older form (`crew: {backend: openai:MODEL, spec: {...}}`); they are
+moved into `args` of the `aria` kind (`backend: scripted` selects the `scripted` kind)."""
 
-    backend: str = "scripted"
-    """`scripted` (the rule-based control agent) or a model backend for ARIA: `fake`,
-    `openai:MODEL`, `anthropic:MODEL`, `openai-compatible:MODEL` (needs `base_url`)."""
-    base_url: str | None = None
-    """Endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp), or an override."""
-    text_only: bool = False
-    """Send no images (for models without vision)."""
-    spec: AriaSpec = AriaSpec()
-    """ARIA's ablation spec for this side (ignored by `scripted`)."""
-    settings: BackendSettings = BackendSettings()
-    """Timeouts, retries with backoff and jitter, JSON mode, API-key variable and the
-    price table (USD per million tokens) used for cost estimates."""
+
+class SideConfig(_Frozen):
+    """Who plays one side (all crewmates, or all impostors): an agent kind and its args."""
+
+    agent: str = "scripted"
+    """The agent kind (`scripted`, `aria`, or one a plugin registers; see
+    `controller.agents.registry`)."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """The kind's arguments, validated by the kind (e.g. for `aria`: backend, base_url,
+    text_only, spec, settings, temperature, max_tokens, seed, reasoning_effort,
+    image_detail); the resolved config holds them with every default filled in."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _translate_legacy(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(k in data for k in LEGACY_SIDE_FIELDS):
+            return data
+        data = dict(data)
+        args = dict(data.get("args") or {})
+        for key in LEGACY_SIDE_FIELDS:
+            if key in data:
+                args[key] = data.pop(key)
+        backend = args.get("backend")
+        if backend == "scripted":
+            data["agent"] = "scripted"
+            args = {}
+        elif backend is not None:
+            data["agent"] = "aria"
+        data["args"] = args
+        return data
 
 
 class GameConfig(_Frozen):
@@ -216,10 +238,19 @@ def resolve_config(
     data = _deep_merge(preset_dict(chosen), file_data)
     data = _deep_merge(data, {k: v for k, v in (overrides or {}).items() if k != "preset"})
     try:
-        return GameConfig.model_validate(data)
+        config = GameConfig.model_validate(data)
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
             field = ".".join(str(p) for p in err["loc"]) or "(top level)"
             lines.append(f"  {field}: {err['msg']} (got {err.get('input')!r})")
         raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from exc
+    sides: dict[str, SideConfig] = {}
+    for name in ("crew", "impostor"):
+        side: SideConfig = getattr(config, name)
+        try:
+            args = validate_args(side.agent, side.args, name)
+        except AgentKindError as exc:
+            raise ConfigError(f"invalid configuration:\n  {exc}") from exc
+        sides[name] = side.model_copy(update={"args": args.model_dump(mode="json")})
+    return config.model_copy(update=sides)

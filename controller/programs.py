@@ -100,10 +100,18 @@ class ReportBody(_Action):
 
 
 class KillTarget(_Action):
-    """Chase a player into kill range and strike."""
+    """Close in on a player and strike, within a bounded distance.
+
+    The approach is leashed: it gives up (the program fails with a reason saying so)
+    once the target is farther than the leash from where the approach began, so a
+    strike never lands far from the place the agent judged safe. The leash is
+    `max_distance` when given, capped by the rules' `kill_defer_distance`.
+    """
 
     op: Literal["kill"] = "kill"
     target: str
+    max_distance: float | None = Field(default=None, gt=0)
+    """Blocks from the approach's start beyond which the target is let go."""
 
 
 class Say(_Action):
@@ -286,7 +294,12 @@ def compile_program(
                 MarkStep(tag=f"report:{action.body}"),
             ]
         elif isinstance(action, KillTarget):
-            steps.append(ApproachStep(agent=action.target, range=rules.kill_range * 0.6))
+            leash = rules.kill_defer_distance
+            if action.max_distance is not None:
+                leash = min(leash, action.max_distance)
+            steps.append(
+                ApproachStep(agent=action.target, range=rules.kill_range * 0.6, leash=leash)
+            )
         elif isinstance(action, Say):
             steps.append(ChatStep(text=action.text))
         elif isinstance(action, Wait):

@@ -62,6 +62,9 @@ class ApproachStep(_Shape):
     op: Literal["approach"] = "approach"
     agent: str
     range: float = Field(gt=0.0)
+    leash: float | None = Field(default=None, gt=0.0)
+    """Give up (the program fails, reason `approach: ... beyond leash`) once the target is
+    farther than this from where the approach began; None chases without bound."""
 
 
 class LookStep(_Shape):

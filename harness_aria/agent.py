@@ -192,6 +192,7 @@ class AriaAgent:
         return AgentDecision(
             program=result.actions if not result.invalid else [],
             vote=result.vote,
+            abstain=result.abstain,
             module=module,
             raw=tk.calls[-1].raw if tk.calls else "",
             reasoning=result.reasoning or choice.reasoning,

@@ -1,23 +1,175 @@
-"""One model call with its record: prompt references, raw output, parse, accounting."""
+"""One model call with its record: the prompt texts by hash, raw output, parse, accounting.
+
+Every call is laid out the same way so that providers can cache its start:
+
+1. the side's **shared prefix** (rules, map, module formats; identical for every agent of
+   the side and every call of the game) as the first system message;
+2. the **call's system text** (the agent's persona and the module's template);
+3. the **user text** (the dynamic state: view, memory, plan), with the frame if sent.
+
+Each text is stored once in the run folder (`prompts/<sha256>.txt`, see `PromptStore`)
+and the call record holds the hashes, so a judge can read exactly what an agent was told.
+"""
 
 from __future__ import annotations
 
-import json
+import hashlib
+import os
 import re
+import tempfile
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.agents.base import InfrastructureFailure
-from harness_aria.backends.base import Backend, BackendError, Message, ModelRequest
+from harness_aria.backends.base import (
+    Backend,
+    BackendError,
+    Message,
+    ModelRequest,
+    ModelResponse,
+)
+from harness_aria.parsing import AnswerError, read_json
 from harness_aria.prompts import Prompt
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+TRUNCATION_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+"""Finish reasons meaning the answer was cut off (OpenAI `length`, Anthropic `max_tokens`)."""
+
+_PICTURE = re.compile(r"\[\[picture:\s*(.*?)\]\]", re.S)
+_TEXT_ONLY = re.compile(r"\[\[text:\s*(.*?)\]\]", re.S)
+_SETTING_WORDS = (
+    ("reasoning_effort", "reasoning_effort"),
+    ("effort", "reasoning_effort"),
+    ("temperature", "temperature"),
+    ("max_completion_tokens", "max_tokens"),
+    ("max_tokens", "max_tokens"),
+    ("seed", "seed"),
+    ("detail", "image_detail"),
+    ("image", "text_only (images)"),
+)
+_CONTEXT = re.compile(r"context[_ ]length|context window|too long|maximum context", re.I)
 
 
 class GameStopping(InfrastructureFailure):
     """An infrastructure failure that no retry can fix (quota exhausted, bad credentials)."""
+
+
+class ConfigurationFailure(InfrastructureFailure):
+    """The provider refused a request as malformed or unsupported (HTTP 400, context too
+    long, an unsupported parameter): a configuration fault that stops the game, never a
+    move of the model."""
+
+
+def picture_wording(text: str, with_picture: bool) -> str:
+    """Resolve a template's picture-dependent wording.
+
+    `[[picture: ...]]` is kept only when a picture is sent, `[[text: ...]]` only when none
+    is, so a text-only prompt never mentions a picture.
+
+    Args:
+        text: A rendered template.
+        with_picture: Whether the call carries an image.
+
+    Returns:
+        The text with the markers resolved.
+    """
+    text = _PICTURE.sub(lambda m: m.group(1) if with_picture else "", text)
+    return _TEXT_ONLY.sub(lambda m: "" if with_picture else m.group(1), text)
+
+
+def sha256_text(text: str) -> str:
+    """The hex sha256 of a text (UTF-8), the name it is stored under."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class PromptStore:
+    """Prompt texts of a run, each stored once as `<root>/prompts/<sha256>.txt`.
+
+    Writes are atomic (a temporary file renamed into place), so a crash never leaves a
+    half-written prompt, and a text already stored is not written again.
+
+    Args:
+        run_dir: The run folder.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.root = Path(run_dir) / "prompts"
+        self._known: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"PromptStore({str(self.root)!r})"
+
+    def put(self, text: str) -> str:
+        """Store a text (if new) and return its sha256."""
+        sha = sha256_text(text)
+        if sha in self._known:
+            return sha
+        path = self.root / f"{sha}.txt"
+        if not path.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".txt")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        self._known.add(sha)
+        return sha
+
+    def get(self, sha: str) -> str:
+        """The stored text of a hash."""
+        return (self.root / f"{sha}.txt").read_text(encoding="utf-8")
+
+
+@dataclass
+class CallSetup:
+    """What a side's calls share: the cached prefix and where prompt texts go.
+
+    Attributes:
+        shared_prefix: The first system message of every call ('' for none).
+        store: Where texts are stored; None keeps no texts (only hashes are recorded).
+    """
+
+    shared_prefix: str = ""
+    store: PromptStore | None = None
+
+
+class HarnessedBackend:
+    """A backend with its side's call setup (the calls themselves go to `inner`).
+
+    Args:
+        inner: The model backend.
+        setup: The shared prefix and prompt store of the side.
+    """
+
+    def __init__(self, inner: Backend, setup: CallSetup | None = None) -> None:
+        self.inner = inner
+        self.setup = setup or CallSetup()
+        self.address = inner.address
+        self.vision = inner.vision
+
+    def __repr__(self) -> str:
+        return f"HarnessedBackend({self.inner!r})"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Run the request on the inner backend."""
+        return await self.inner.complete(request)
+
+
+class PromptRefs(BaseModel):
+    """What was sent, by content hash (texts in `prompts/<sha256>.txt`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prefix_sha256: str | None = None
+    """The shared prefix (first system message), if any."""
+    system_sha256: str
+    """The call's system text (persona and module template)."""
+    user_sha256: str
+    """The user text (state view, memory, plan)."""
+    image_sha256: str | None = None
+    """The JPEG sent with the user text (the frame of the decision), if any."""
 
 
 class CallRecord(BaseModel):
@@ -27,20 +179,34 @@ class CallRecord(BaseModel):
 
     purpose: str
     prompts: list[str]
+    """Template references (`style/name@hash`)."""
     model: str
     image: bool = False
+    sent: PromptRefs | None = None
+    """Hashes of the texts sent (read them in the run's `prompts/` folder)."""
     raw: str = ""
     parsed: dict[str, Any] | None = None
     parse_error: str = ""
+    normalised: list[str] = Field(default_factory=list)
+    """Every liberty taken in reading the answer: JSON repairs (`json: trailing comma`) and
+    field normalisations (`room: 'Lower Engine' -> 'lower_engine'`)."""
+    finish_reason: str = ""
+    """The provider's finish/stop reason as sent (`stop`, `length`, `end_turn`, ...)."""
+    truncated: bool = False
+    """The answer was cut off at the token limit (`length` / `max_tokens`)."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The sampling settings actually sent (temperature, max_tokens, seed, ...); a setting
+    not sent is absent."""
     tokens_in: int = 0
     tokens_out: int = 0
     tokens_cached: int = 0
     latency_ms: float = 0.0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """None when the model has no price in the table (never a made-up 0)."""
     attempts: int = 0
     error_class: str = ""
     """Set when the call failed: an infrastructure class (rate_limit, server, timeout,
-    connection, quota, auth) or a model one (bad_request, other)."""
+    connection, quota, auth) or a model one (other)."""
     error: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -51,24 +217,40 @@ class CallRecord(BaseModel):
 
 
 def extract_json(text: str) -> dict[str, Any]:
-    """The first JSON object in a model's answer (code fences and chatter tolerated).
+    """The first JSON object in a model's answer, read leniently (see `parsing.read_json`).
 
     Raises:
         ValueError: no JSON object could be read.
     """
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for chunk in candidates:
-        start = chunk.find("{")
-        while start != -1:
-            try:
-                obj, _ = json.JSONDecoder().raw_decode(chunk[start:])
-            except json.JSONDecodeError:
-                start = chunk.find("{", start + 1)
-                continue
-            if isinstance(obj, dict):
-                return obj
-            start = chunk.find("{", start + 1)
-    raise ValueError(f"no JSON object in the answer: {text[:120]!r}")
+    return read_json(text).value
+
+
+def setting_named(message: str) -> str:
+    """Which setting a provider's refusal is about, as a hint for the error message."""
+    if _CONTEXT.search(message):
+        return "the prompt length (the model's context window is too small for it)"
+    lower = message.lower()
+    for word, setting in _SETTING_WORDS:
+        if word in lower:
+            return f"the `{setting}` setting"
+    return "the request (model name or a setting)"
+
+
+def _refused(backend: Backend, exc: BackendError, request: ModelRequest) -> ConfigurationFailure:
+    sent = ", ".join(
+        f"{k}={v}"
+        for k, v in (
+            ("temperature", request.temperature),
+            ("max_tokens", request.max_tokens),
+            ("images", any(m.images for m in request.messages)),
+        )
+    )
+    return ConfigurationFailure(
+        "configuration",
+        f"{backend.address} refused a {request.purpose or 'model'} request as malformed or "
+        f"unsupported; check {setting_named(str(exc))} in the side's agent args "
+        f"(e.g. crew.args.temperature; requested {sent}): {exc}",
+    )
 
 
 async def ask(
@@ -86,19 +268,37 @@ async def ask(
 
     Raises:
         GameStopping: the quota is exhausted or the credentials are refused.
+        ConfigurationFailure: the provider refused the request as malformed or
+            unsupported (HTTP 400/413/422), which no model answer can fix.
     """
+    setup = backend.setup if isinstance(backend, HarnessedBackend) else CallSetup()
     use_image = image is not None and backend.vision
+    # Only the templates carry picture wording; the user text (state, memory) is data.
+    system = picture_wording(system, use_image)
+    messages: list[Message] = []
+    if setup.shared_prefix:
+        messages.append(Message(role="system", text=setup.shared_prefix))
+    messages += [
+        Message(role="system", text=system),
+        Message(role="user", text=user, images=[image] if use_image and image else []),
+    ]
     request = ModelRequest(
-        messages=[
-            Message(role="system", text=system),
-            Message(role="user", text=user, images=[image] if use_image and image else []),
-        ],
-        max_tokens=max_tokens,
-        temperature=temperature,
-        purpose=purpose,
+        messages=messages, max_tokens=max_tokens, temperature=temperature, purpose=purpose
+    )
+    store = setup.store
+    put = store.put if store is not None else sha256_text
+    refs = PromptRefs(
+        prefix_sha256=put(setup.shared_prefix) if setup.shared_prefix else None,
+        system_sha256=put(system),
+        user_sha256=put(user),
+        image_sha256=hashlib.sha256(image).hexdigest() if use_image and image else None,
     )
     record = CallRecord(
-        purpose=purpose, prompts=[p.ref for p in prompts], model=backend.address, image=use_image
+        purpose=purpose,
+        prompts=[p.ref for p in prompts],
+        model=backend.address,
+        image=use_image,
+        sent=refs,
     )
     t0 = time.perf_counter()
     try:
@@ -109,13 +309,29 @@ async def ask(
         record.attempts = exc.attempts
         if exc.error_class in ("quota", "auth"):
             raise GameStopping(exc.error_class, str(exc)) from exc
+        if exc.error_class == "bad_request":
+            raise _refused(backend, exc, request) from exc
         return record
     record.raw = response.text
     record.tokens_in, record.tokens_out = response.tokens_in, response.tokens_out
     record.tokens_cached, record.cost_usd = response.tokens_cached, response.cost_usd
     record.latency_ms, record.attempts = response.latency_ms, response.attempts
+    record.finish_reason = response.finish_reason
+    record.settings = dict(response.sent)
+    record.truncated = response.finish_reason in TRUNCATION_REASONS
     try:
-        record.parsed = extract_json(response.text)
-    except ValueError as exc:
-        record.parse_error = str(exc)
+        read = read_json(response.text)
+    except AnswerError as exc:
+        if record.truncated:
+            limit = record.settings.get("max_tokens", max_tokens)
+            record.parse_error = (
+                f"truncated: the answer hit the token limit (max_tokens={limit}, "
+                f"finish_reason={response.finish_reason}) before its JSON object closed; "
+                "raise max_tokens in the side's agent args"
+            )
+        else:
+            record.parse_error = str(exc)
+        return record
+    record.parsed = read.value
+    record.normalised = [f"json: {r}" for r in read.repairs]
     return record

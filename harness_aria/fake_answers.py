@@ -15,10 +15,14 @@ from harness_aria.backends.base import ModelRequest
 _MODULES = re.compile(r"Modules you may choose: ([A-Z, ]+)\.")
 _STATIONS = re.compile(r"Stations you may use: (\d+)")
 _ROOMS = re.compile(r"Rooms: ([a-z0-9_]+)")
+_TASKS_DONE = re.compile(r"Your tasks done: (\d+)/(\d+)")
 
 
 def _system(request: ModelRequest) -> str:
-    return "\n".join(m.text for m in request.messages if m.role == "system")
+    # The call's own system text is the last one; a shared prefix (rules, map, formats)
+    # may come first and mentions every module, so it must not steer the answer.
+    systems = [m.text for m in request.messages if m.role == "system"]
+    return systems[-1] if systems else ""
 
 
 # A phrase of each template that tells which module is asking (for requests that
@@ -46,12 +50,14 @@ def infer_purpose(system: str) -> str:
 def answer(request: ModelRequest) -> str:
     """A valid JSON answer for the request's purpose."""
     system = _system(request)
-    return answer_for(request.purpose or infer_purpose(system), system)
+    user = "\n".join(m.text for m in request.messages if m.role == "user")
+    return answer_for(request.purpose or infer_purpose(system), system, user)
 
 
 def answer_http(body: dict[str, object]) -> str:
     """The same answers for a request body of the OpenAI or Anthropic API (mock servers)."""
     texts: list[str] = []
+    users: list[str] = []
     system = body.get("system")
     if isinstance(system, str):
         texts.append(system)
@@ -59,14 +65,21 @@ def answer_http(body: dict[str, object]) -> str:
         texts += [str(b.get("text", "")) for b in system if isinstance(b, dict)]
     messages = body.get("messages")
     for m in messages if isinstance(messages, list) else []:
-        if isinstance(m, dict) and m.get("role") == "system":
-            content = m.get("content")
-            texts.append(content if isinstance(content, str) else str(content))
-    joined = "\n".join(texts)
-    return answer_for(infer_purpose(joined), joined)
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        if m.get("role") == "system":
+            texts.append(str(content))
+        elif m.get("role") == "user":
+            users.append(str(content))
+    # The last system text is the call's own (see `_system`).
+    own = texts[-1] if texts else ""
+    return answer_for(infer_purpose(own), own, "\n".join(users))
 
 
-def answer_for(purpose: str, system: str) -> str:
+def answer_for(purpose: str, system: str, user: str = "") -> str:
     """A valid JSON answer to an ARIA prompt of the given purpose."""
     impostor = "Your role: impostor" in system
     out: dict[str, object]
@@ -74,6 +87,11 @@ def answer_for(purpose: str, system: str) -> str:
         found = _MODULES.search(system)
         allowed = [m.strip() for m in found.group(1).split(",")] if found else []
         order = ["REPORT", "KILL", "MISSION", "MOVE"] if impostor else ["REPORT", "MISSION", "MOVE"]
+        # A crewmate halfway through its tasks calls a meeting (when the button is ready),
+        # so offline games reach meetings even when no kill lands.
+        done = _TASKS_DONE.search(user)
+        if not impostor and done and int(done.group(1)) * 2 == int(done.group(2)):
+            order.insert(1, "EMERGENCY")
         module = next((m for m in order if m in allowed), allowed[0] if allowed else "MOVE")
         out = {"module": module, "target": None, "reasoning": f"fake: {module.lower()}"}
         if impostor:
@@ -101,7 +119,7 @@ def answer_for(purpose: str, system: str) -> str:
             "intent": "walk away from the body",
         }
     elif purpose == "emergency":
-        out = {"should_call": False, "reasoning": "fake"}
+        out = {"should_call": not impostor, "reasoning": "fake: tasks done, let us talk"}
     elif purpose == "surveillance":
         out = {"players_seen": [], "detail": "nothing unusual", "suspect": None}
     elif purpose == "mission":

@@ -64,6 +64,8 @@ class _Run:
     events: list[ProgramEvent] = field(default_factory=list)
     waypoints: list[Vec3] | None = None
     counter: int = 0
+    anchor: Vec3 | None = None
+    """Where the current approach began (for its leash)."""
     status: ProgramStatus | None = None
     reason: str = ""
     end_tick: int = 0
@@ -335,6 +337,17 @@ class FakeWorld:
                     self._finish(run, "failed", f"player {step.agent} not found")
                     return
                 near = step.distance if isinstance(step, FollowStep) else step.range
+                if isinstance(step, ApproachStep) and step.leash is not None:
+                    run.anchor = run.anchor or body.pos
+                    away = math.dist(run.anchor, target.pos)
+                    if away > step.leash:
+                        self._finish(
+                            run,
+                            "failed",
+                            f"approach: {step.agent} is {away:.1f} blocks from where the "
+                            f"approach began, beyond its leash of {step.leash:g}",
+                        )
+                        return
                 far = math.dist(body.pos, target.pos) > near
                 if isinstance(step, FollowStep) or far:
                     if spent:
@@ -360,6 +373,7 @@ class FakeWorld:
                             target_pos=target.pos,
                         ),
                     )
+                    run.anchor = None
                 else:
                     run.counter += 1
                     if run.counter < step.ticks:

@@ -4,8 +4,15 @@ System messages go into the `system` parameter as text blocks, the first one mar
 `cache_control: {"type": "ephemeral"}` so the stable prompt prefix is cached; images are
 base64 `image` blocks (`image/jpeg`) placed before the text of their user message, as the
 API's guidance suggests. The API has no schema-free JSON-mode switch (JSON is asked for by
-the prompt), and this SDK's `messages.create` takes no sampling temperature, so
-`ModelRequest.temperature` is not sent.
+the prompt).
+
+The pinned SDK's `messages.create` has no `temperature` parameter (it was dropped from
+the SDK's signature), which is why earlier versions of this backend sent none and ran
+Anthropic models at the provider's default while OpenAI ran at 0.2-0.7. The HTTP API
+still takes `temperature`, so it is sent through the SDK's `extra_body`, the same value
+every provider gets; a model that refuses it answers HTTP 400, which stops the game as a
+configuration fault naming the setting. `reasoning_effort` becomes
+`output_config.effort`; there is no seed and no image detail in this API.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import base64
 import re
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import anthropic
 from anthropic.types import ContentBlockParam, MessageParam, TextBlockParam
@@ -22,7 +29,13 @@ from anthropic.types import Message as AnthropicMessage
 from harness_aria.backends.base import Message, ModelRequest, ModelResponse
 from harness_aria.backends.common import LoopBoundClient, require_key
 from harness_aria.backends.retry import RETRYABLE, Failure, Retrier, parse_retry_after, status_class
-from harness_aria.backends.settings import BackendSettings, price_for
+from harness_aria.backends.settings import (
+    BackendSettings,
+    Sampling,
+    price_for,
+    resolve_sampling,
+    warn_unpriced,
+)
 
 # Spend and billing limits are not worth retrying: they do not lift within a game.
 _QUOTA_CODES = frozenset({"enforced_spend_limit_reached", "contract_spend_limit_reached"})
@@ -66,6 +79,21 @@ def to_anthropic(messages: list[Message]) -> tuple[list[TextBlockParam], list[Me
         else:
             conversation.append({"role": "user", "content": message.text})
     return system, conversation
+
+
+# The messages API's efforts; OpenAI's `none`/`minimal` have no equivalent and map to `low`.
+_EFFORT: dict[str, Any] = {
+    "none": "low",
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+}
+
+
+def anthropic_extra_body(sampling: Sampling) -> dict[str, Any]:
+    """Fields sent past the SDK's signature: the temperature (see the module docstring)."""
+    return {} if sampling.temperature is None else {"temperature": sampling.temperature}
 
 
 def classify_anthropic_error(exc: BaseException) -> Failure | None:
@@ -175,15 +203,25 @@ class AnthropicBackend:
         if not self.vision:
             request = request.without_images()
         system, conversation = to_anthropic(request.messages)
+        sampling = resolve_sampling(
+            self.model,
+            self.settings.model,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+        )
+        extra_body = anthropic_extra_body(sampling)
+        effort = _EFFORT.get(sampling.reasoning_effort or "")
         started = time.perf_counter()
 
         async def attempt() -> AnthropicMessage:
             client = self._clients.get()
             return await client.messages.create(
                 model=self.model,
-                max_tokens=request.max_tokens,
+                max_tokens=sampling.max_tokens,
                 system=system or anthropic.omit,
                 messages=conversation,
+                output_config={"effort": effort} if effort else anthropic.omit,
+                extra_body=extra_body or None,
             )
 
         message, tries = await self._retrier.run(
@@ -197,16 +235,21 @@ class AnthropicBackend:
         price = price_for(self.model, self.settings.prices) or price_for(
             message.model, self.settings.prices
         )
-        cost = (
-            price.cost(
+        cost: float | None = None
+        if price is not None:
+            cost = price.cost(
                 uncached_in=usage.input_tokens,
                 cached_in=cache_read,
                 cache_write_in=cache_write,
                 out=usage.output_tokens,
             )
-            if price
-            else 0.0
-        )
+        else:
+            warn_unpriced(self.model)
+        sent = sampling.sent()
+        sent.pop("seed", None)
+        sent.pop("image_detail", None)
+        if effort:
+            sent["reasoning_effort"] = effort
         return ModelResponse(
             text=text,
             model=message.model or self.model,
@@ -216,6 +259,7 @@ class AnthropicBackend:
             latency_ms=latency_ms,
             cost_usd=cost,
             attempts=tries,
+            sent=sent,
             finish_reason=str(message.stop_reason or ""),
         )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,7 +33,9 @@ class ModelRequest(BaseModel):
 
     messages: list[Message]
     max_tokens: int = 256
+    """The caller's token budget (the side's `max_tokens` setting overrides it)."""
     temperature: float = 0.2
+    """The caller's temperature (the side's `temperature` setting overrides it)."""
     json_mode: bool = True
     """Ask for a JSON object answer where the API supports it."""
     purpose: str = ""
@@ -58,8 +60,11 @@ class ModelResponse(BaseModel):
     tokens_out: int = 0
     tokens_cached: int = 0
     latency_ms: float = 0.0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """None when the model has no price (see `settings.price_for`), never a made-up 0."""
     attempts: int = 1
+    sent: dict[str, Any] = Field(default_factory=dict)
+    """The sampling settings actually sent (temperature, max_tokens, seed, ...)."""
     finish_reason: str = ""
     """The provider's stop reason as sent (`stop`, `length`, `end_turn`, `max_tokens`, ...);
     `length` / `max_tokens` mean the text was cut off."""

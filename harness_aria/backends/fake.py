@@ -202,5 +202,6 @@ class FakeBackend:
             latency_ms=(time.perf_counter() - started) * 1000,
             cost_usd=0.0,
             attempts=1,
+            sent={"temperature": request.temperature, "max_tokens": request.max_tokens},
             finish_reason="stop",
         )

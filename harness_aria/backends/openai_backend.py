@@ -21,7 +21,14 @@ from openai.types.chat import (
 from harness_aria.backends.base import BackendError, Message, ModelRequest, ModelResponse
 from harness_aria.backends.common import LoopBoundClient, require_key
 from harness_aria.backends.retry import RETRYABLE, Failure, Retrier, parse_retry_after, status_class
-from harness_aria.backends.settings import BackendSettings, price_for
+from harness_aria.backends.settings import (
+    BackendSettings,
+    ImageDetail,
+    Sampling,
+    price_for,
+    resolve_sampling,
+    warn_unpriced,
+)
 
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
 
@@ -41,7 +48,9 @@ def data_url(jpeg: bytes) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
 
 
-def to_openai_messages(messages: list[Message]) -> list[ChatCompletionMessageParam]:
+def to_openai_messages(
+    messages: list[Message], detail: ImageDetail | None = None
+) -> list[ChatCompletionMessageParam]:
     """Translate messages into chat-completions form.
 
     A user message with images becomes a list of content parts (its text first, then one
@@ -49,6 +58,7 @@ def to_openai_messages(messages: list[Message]) -> list[ChatCompletionMessagePar
 
     Args:
         messages: The request's messages.
+        detail: The `image_url.detail` to send (None sends none: the API's `auto`).
 
     Returns:
         Messages for `chat.completions.create`.
@@ -61,10 +71,16 @@ def to_openai_messages(messages: list[Message]) -> list[ChatCompletionMessagePar
             out.append({"role": "assistant", "content": message.text})
         elif message.images:
             parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": message.text}]
-            parts.extend(
-                {"type": "image_url", "image_url": {"url": data_url(image)}}
-                for image in message.images
-            )
+            for image in message.images:
+                if detail is None:
+                    parts.append({"type": "image_url", "image_url": {"url": data_url(image)}})
+                else:
+                    parts.append(
+                        {
+                            "type": "image_url",
+                            "image_url": {"url": data_url(image), "detail": detail},
+                        }
+                    )
             out.append({"role": "user", "content": parts})
         else:
             out.append({"role": "user", "content": message.text})
@@ -165,8 +181,14 @@ class OpenAIBackend:
         assert env_name is not None
         return require_key(env_name)
 
-    def _extra_params(self, request: ModelRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {self._max_tokens_param: request.max_tokens}
+    def _extra_params(self, request: ModelRequest, sampling: Sampling) -> dict[str, Any]:
+        params: dict[str, Any] = {self._max_tokens_param: sampling.max_tokens}
+        if sampling.temperature is not None:
+            params["temperature"] = sampling.temperature
+        if sampling.seed is not None:
+            params["seed"] = sampling.seed
+        if sampling.reasoning_effort is not None:
+            params["reasoning_effort"] = sampling.reasoning_effort
         if request.json_mode and self.settings.json_mode:
             params["response_format"] = {"type": "json_object"}
         return params
@@ -185,8 +207,14 @@ class OpenAIBackend:
         """
         if not self.vision:
             request = request.without_images()
-        messages = to_openai_messages(request.messages)
-        params = self._extra_params(request)
+        sampling = resolve_sampling(
+            self.model,
+            self.settings.model,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+        )
+        messages = to_openai_messages(request.messages, sampling.image_detail)
+        params = self._extra_params(request, sampling)
         started = time.perf_counter()
 
         async def attempt() -> ChatCompletion:
@@ -194,7 +222,6 @@ class OpenAIBackend:
             result: ChatCompletion = await client.chat.completions.create(
                 model=self.model,
                 messages=messages,
-                temperature=request.temperature,
                 **params,
             )
             return result
@@ -216,11 +243,13 @@ class OpenAIBackend:
         price = price_for(self.model, self.settings.prices) or price_for(
             completion.model, self.settings.prices
         )
-        cost = (
-            price.cost(uncached_in=max(0, tokens_in - cached), cached_in=cached, out=tokens_out)
-            if price
-            else 0.0
-        )
+        cost: float | None = None
+        if price is not None:
+            cost = price.cost(
+                uncached_in=max(0, tokens_in - cached), cached_in=cached, out=tokens_out
+            )
+        else:
+            warn_unpriced(self.model)
         return ModelResponse(
             text=choice.message.content or "",
             model=completion.model or self.model,
@@ -230,6 +259,7 @@ class OpenAIBackend:
             latency_ms=latency_ms,
             cost_usd=cost,
             attempts=tries,
+            sent=sampling.sent(),
             finish_reason=str(choice.finish_reason or ""),
         )
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+logger = logging.getLogger(__name__)
+
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
+ImageDetail = Literal["low", "high", "auto"]
 
 
 class ModelPrice(BaseModel):
@@ -97,12 +106,130 @@ def price_for(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | None
         prices: The table.
 
     Returns:
-        The price, or None when the model is unknown (its cost is then reported as 0.0).
+        The price, or None when the model is unknown (its cost is then reported as None).
     """
     if model in prices:
         return prices[model]
     family = _SNAPSHOT_SUFFIX.sub("", model)
     return prices.get(family)
+
+
+_warned_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def warn_unpriced(model: str) -> None:
+    """Log, once per model and process, that a model has no price (its cost is None)."""
+    with _warned_lock:
+        if model in _warned:
+            return
+        _warned.add(model)
+    logger.warning(
+        "no price for model %r: its calls cost null (unknown), not $0; add it to the "
+        "side's settings.prices to get cost estimates",
+        model,
+    )
+
+
+class ModelSettings(BaseModel):
+    """Sampling settings of one side; None takes the model's default (`model_defaults`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """One temperature for every call of the side; None keeps the per-purpose reference
+    temperatures (0.2-0.7) where the model accepts a temperature, for every provider."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Output token limit of every call; None keeps the per-purpose budget (256/512),
+    raised to the model's floor (reasoning models spend tokens before answering)."""
+    seed: int | None = None
+    """Sampling seed (OpenAI `seed`; Anthropic has none, so it is not sent there)."""
+    reasoning_effort: ReasoningEffort | None = None
+    """Reasoning effort for reasoning models (OpenAI `reasoning_effort`; Anthropic
+    `output_config.effort`, where `none`/`minimal` become `low`)."""
+    image_detail: ImageDetail | None = None
+    """OpenAI image `detail`; None sends none (the API's `auto`); Anthropic has no such
+    switch."""
+
+
+@dataclass(frozen=True)
+class ModelDefaults:
+    """Defaults of a model family (see `MODEL_DEFAULTS`)."""
+
+    temperature: bool = True
+    """Whether the model accepts a sampling temperature."""
+    max_tokens_floor: int = 0
+    """Smallest output limit sent (room for reasoning tokens)."""
+    reasoning_effort: ReasoningEffort | None = None
+    """Effort sent when the side sets none."""
+
+
+# Per-model defaults by name prefix; the first match wins, so keep longer prefixes first.
+# Reasoning models (gpt-5, o-series) take no temperature and spend output tokens on
+# reasoning, hence the floor; `minimal` effort is what the reference sends for crewmates.
+MODEL_DEFAULTS: tuple[tuple[str, ModelDefaults], ...] = (
+    ("gpt-5-chat", ModelDefaults()),
+    ("gpt-5", ModelDefaults(temperature=False, max_tokens_floor=4096, reasoning_effort="minimal")),
+    ("o1", ModelDefaults(temperature=False, max_tokens_floor=4096, reasoning_effort="low")),
+    ("o3", ModelDefaults(temperature=False, max_tokens_floor=4096, reasoning_effort="low")),
+    ("o4", ModelDefaults(temperature=False, max_tokens_floor=4096, reasoning_effort="low")),
+    ("gpt-4", ModelDefaults()),
+    ("claude", ModelDefaults()),
+)
+"""Model family defaults; a model matching no prefix gets `ModelDefaults()`."""
+
+
+def model_defaults(model: str) -> ModelDefaults:
+    """The defaults of a model (by the longest listed prefix that matches first)."""
+    return next((d for prefix, d in MODEL_DEFAULTS if model.startswith(prefix)), ModelDefaults())
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The resolved settings of one call (None: not sent)."""
+
+    temperature: float | None
+    max_tokens: int
+    seed: int | None
+    reasoning_effort: ReasoningEffort | None
+    image_detail: ImageDetail | None
+
+    def sent(self) -> dict[str, Any]:
+        """The settings as recorded on the call (those not sent are left out)."""
+        out: dict[str, Any] = {"max_tokens": self.max_tokens}
+        for name in ("temperature", "seed", "reasoning_effort", "image_detail"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+def resolve_sampling(
+    model: str, settings: ModelSettings, *, temperature: float, max_tokens: int
+) -> Sampling:
+    """The settings one call sends: the side's, else the model's defaults, else the caller's.
+
+    Args:
+        model: The model name.
+        settings: The side's model settings.
+        temperature: The caller's (per-purpose) temperature.
+        max_tokens: The caller's (per-purpose) token budget.
+
+    Returns:
+        What to send.
+    """
+    defaults = model_defaults(model)
+    temp: float | None = settings.temperature
+    if temp is None and defaults.temperature:
+        temp = temperature
+    limit = settings.max_tokens or max(max_tokens, defaults.max_tokens_floor)
+    return Sampling(
+        temperature=temp,
+        max_tokens=limit,
+        seed=settings.seed,
+        reasoning_effort=settings.reasoning_effort or defaults.reasoning_effort,
+        image_detail=settings.image_detail,
+    )
 
 
 class BackendSettings(BaseModel):
@@ -132,4 +259,7 @@ class BackendSettings(BaseModel):
     api_key_env: str | None = None
     """Read the API key from this environment variable instead of the provider's usual one."""
     prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
-    """USD per million tokens by model name; an unknown model costs 0.0."""
+    """USD per million tokens by model name; an unknown model's cost is null (with a
+    warning), never 0."""
+    model: ModelSettings = ModelSettings()
+    """Sampling settings (temperature, max tokens, seed, reasoning effort, image detail)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness_aria.parsing import AnswerReader
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -20,6 +21,8 @@ class ModuleResult:
     """Why the model's answer could not be used (the agent then stands still)."""
     memo: str = ""
     """What to remember of this step."""
+    abstain: bool = False
+    """Voting only: the answer deliberately names nobody (no ballot; never skip)."""
 
 
 class Module(Protocol):
@@ -37,6 +40,13 @@ def failed(tk: Toolkit, what: str) -> ModuleResult:
     return ModuleResult(invalid=tk.last_error() or what, memo=f"no decision ({what})")
 
 
+def reader(tk: Toolkit, answer: dict[str, Any]) -> AnswerReader:
+    """A reader of the last call's answer whose normalisations go onto that call's record."""
+    if tk.calls and tk.calls[-1].parsed is answer:
+        return AnswerReader(answer, tk.calls[-1].normalised)
+    return AnswerReader(answer)
+
+
 def text(answer: dict[str, Any], key: str) -> str:
     """A string field of an answer ('' if missing or not a string)."""
     value = answer.get(key)
@@ -44,9 +54,5 @@ def text(answer: dict[str, Any], key: str) -> str:
 
 
 def name_of(answer: dict[str, Any], key: str, allowed: list[str]) -> str | None:
-    """A player/room name field matched case-insensitively against `allowed`."""
-    value = text(answer, key).lower()
-    for item in allowed:
-        if item.lower() == value:
-            return item
-    return None
+    """A player/room name matched leniently against `allowed` (see `AnswerReader.choice`)."""
+    return AnswerReader(answer).choice(key, allowed)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness_aria.modules.base import ModuleResult, failed, text
+from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -22,8 +22,16 @@ class EmergencyModule:
         answer = await tk.ask("emergency", tk.prompt(f"emergency_{role}"), image=True)
         if answer is None:
             return failed(tk, "emergency")
-        reasoning, intent = text(answer, "reasoning"), text(answer, "intent")
-        if answer.get("should_call") is True:
+        read = reader(tk, answer)
+        reasoning, intent = read.text("reasoning"), read.text("intent")
+        call = read.flag("should_call")
+        if call == "unknown":
+            return ModuleResult(
+                invalid=f"emergency answer: should_call={answer.get('should_call')!r} is not "
+                "a clear yes or no",
+                memo="no decision (emergency)",
+            )
+        if call == "yes":
             return ModuleResult(
                 actions=[{"op": "press_button"}],
                 reasoning=reasoning,

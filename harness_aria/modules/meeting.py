@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness_aria.modules.base import ModuleResult, failed, name_of, text
+from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.toolkit import Choice, Toolkit
 
 BLAME_DELTA = 0.15
@@ -24,15 +24,16 @@ class MeetingModule:
         answer = await tk.ask("meeting", tk.prompt(f"meeting_{role}"), roster=roster)
         if answer is None:
             return failed(tk, "meeting")
-        said = text(answer, "response_text")[:256]
+        read = reader(tk, answer)
+        said = " ".join(read.text("response_text").split())[:256]
         if not said:
             return ModuleResult(invalid="meeting answer has no response_text", memo="said nothing")
-        blamed = name_of(answer, "suspicion_cast_on", m.order)
+        blamed = read.choice("suspicion_cast_on", m.order)
         if blamed and blamed != obs.agent:
             tk.memory.adjust(blamed, BLAME_DELTA, "I accused them in the meeting")
         return ModuleResult(
             actions=[{"op": "say", "text": said}],
-            reasoning=text(answer, "reasoning"),
-            narration=text(answer, "intent"),
+            reasoning=read.text("reasoning"),
+            narration=read.text("intent"),
             memo=f'said: "{said}"',
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_aria.modules.base import ModuleResult, failed, text
+from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -38,8 +38,9 @@ class MissionModule:
         )
         if answer is None:
             return failed(tk, "mission")
-        station = _int(answer.get("station"))
-        if station is None or station not in stations:
+        read = reader(tk, answer)
+        station = read.station("station", stations)
+        if station is None:
             return ModuleResult(
                 invalid=f"mission answer names station {answer.get('station')!r}"
                 f", not one of {stations}",
@@ -50,17 +51,7 @@ class MissionModule:
             actions.append({"op": "look", "behind": True})
         return ModuleResult(
             actions=actions,
-            reasoning=text(answer, "objective"),
-            narration=text(answer, "intent"),
+            reasoning=read.text("objective"),
+            narration=read.text("intent"),
             memo=f"{'faked' if tk.impostor else 'did'} task at station {station}",
         )
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness_aria.modules.base import ModuleResult, failed, name_of, text
+from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -28,8 +28,9 @@ class MoveModule:
         )
         if answer is None:
             return failed(tk, "move")
-        follow = name_of(answer, "follow", living)
-        room = name_of(answer, "room", rooms)
+        read = reader(tk, answer)
+        follow = read.choice("follow", living)
+        room = read.choice("room", rooms)
         actions: list[dict[str, object]]
         if follow:
             actions = [{"op": "follow", "agent": follow, "distance": 3.0, "ticks": 100}]
@@ -45,7 +46,7 @@ class MoveModule:
             actions.append({"op": "look", "behind": True})
         return ModuleResult(
             actions=actions,
-            reasoning=text(answer, "reasoning"),
-            narration=text(answer, "intent"),
+            reasoning=read.text("reasoning"),
+            narration=read.text("intent"),
             memo=memo,
         )

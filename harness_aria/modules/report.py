@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from harness_aria.modules.base import ModuleResult, failed, text
+from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -30,8 +30,17 @@ class ReportModule:
         answer = await tk.ask("report", tk.prompt(f"report_{role}"), image=True, victim=victim)
         if answer is None:
             return failed(tk, "report")
-        reasoning, intent = text(answer, "reasoning"), text(answer, "intent")
-        if answer.get("should_report") is True:
+        read = reader(tk, answer)
+        reasoning, intent = read.text("reasoning"), read.text("intent")
+        report = read.flag("should_report")
+        if report == "unknown":
+            # Never read an unclear answer as "no": that walks a crewmate away from a body.
+            return ModuleResult(
+                invalid=f"report answer: should_report={answer.get('should_report')!r} is not "
+                "a clear yes or no",
+                memo="no decision (report)",
+            )
+        if report == "yes":
             return ModuleResult(
                 actions=[{"op": "report", "body": victim}],
                 reasoning=reasoning,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness_aria.modules.base import ModuleResult, text
+from harness_aria.modules.base import ModuleResult, reader
 from harness_aria.toolkit import Choice, Toolkit
 
 SUSPECT_DELTA = 0.1
@@ -26,10 +26,10 @@ class SurveillanceModule:
         answer = await tk.ask("surveillance", tk.prompt("surveillance"), image=True)
         if answer is None:
             return
-        seen = answer.get("players_seen")
-        names = ", ".join(str(s) for s in seen) if isinstance(seen, list) else ""
-        detail = text(answer, "detail")
+        read = reader(tk, answer)
+        names = ", ".join(read.names("players_seen", tk.obs.players))
+        detail = read.text("detail")
         tk.memory.note(tk.obs.step, f"looked around: saw {names or 'nobody'}. {detail}".strip())
-        suspect = text(answer, "suspect").lower()
-        if suspect in tk.obs.players and suspect != tk.obs.agent:
+        suspect = read.choice("suspect", tk.obs.players)
+        if suspect is not None and suspect != tk.obs.agent:
             tk.memory.adjust(suspect, SUSPECT_DELTA, "suspicious when I looked around")

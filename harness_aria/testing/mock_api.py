@@ -26,14 +26,20 @@ Example, an offline demo of the OpenAI backend::
         assert api.requests[0].body["messages"][0]["content"] == "hi"
 
 For the Anthropic SDK pass `api.anthropic_base_url` (no `/v1`: that SDK adds it itself).
+
+Token counts of a `MockText` without explicit counts are estimated from the request's
+text (a quarter of its characters; an image counts as `IMAGE_TOKENS`), and a repeated
+prompt prefix is reported as cached the way each API does (see `PromptCache`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -74,6 +80,126 @@ _OPENAI_ERROR_TYPES: Mapping[int, str] = {
 }
 
 
+IMAGE_TOKENS = 85
+"""Tokens an image counts for in the mock's estimate (a low-detail image at OpenAI)."""
+
+OPENAI_CACHE_MIN = 1024
+"""OpenAI caches prompts from this many tokens on, in steps of `OPENAI_CACHE_STEP`."""
+OPENAI_CACHE_STEP = 128
+
+ANTHROPIC_CACHE_MIN: tuple[tuple[str, int], ...] = (
+    ("claude-haiku-4-5", 4096),
+    ("claude-opus-4-5", 4096),
+    ("claude-haiku-3", 2048),
+)
+"""Anthropic's smallest cacheable prefix by model prefix; others cache from 1024 tokens."""
+
+
+def _content_text(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text":
+            out.append(str(part.get("text", "")))
+        elif part.get("type") in ("image", "image_url"):
+            out.append("\x00" * (IMAGE_TOKENS * 4))
+    return out
+
+
+def _tokens(text: str) -> int:
+    return len(text) // 4
+
+
+@dataclass
+class CacheUsage:
+    """Token counts of one request: all input, read from the cache, written to it."""
+
+    total: int
+    cached: int = 0
+    written: int = 0
+
+
+class PromptCache:
+    """Which prompt prefixes were seen, answered the way each API reports caching.
+
+    OpenAI caches automatically: the longest prefix shared with an earlier request of the
+    same model counts as cached once it reaches 1024 tokens, rounded down to a multiple of
+    128 past that. Anthropic caches only up to a block marked `cache_control`: that prefix
+    is written to the cache the first time (`cache_creation_input_tokens`) and read from it
+    afterwards (`cache_read_input_tokens`), if it is at least the model's minimum.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._openai: dict[str, list[str]] = {}
+        self._anthropic: set[tuple[str, str]] = set()
+
+    def usage(self, api: ApiName, body: dict[str, Any]) -> CacheUsage:
+        """The token counts for a request (and remember its prefix)."""
+        model = str(body.get("model", ""))
+        if api == "openai":
+            return self._openai_usage(model, body)
+        return self._anthropic_usage(model, body)
+
+    def _openai_usage(self, model: str, body: dict[str, Any]) -> CacheUsage:
+        parts: list[str] = []
+        for m in body.get("messages") or []:
+            if isinstance(m, dict):
+                parts.append(f"<{m.get('role')}>")
+                parts += _content_text(m.get("content"))
+        text = "".join(parts)
+        total = max(1, _tokens(text))
+        with self._lock:
+            seen = self._openai.setdefault(model, [])
+            common = max((len(os.path.commonprefix([text, old])) for old in seen), default=0)
+            seen.append(text)
+            del seen[:-64]
+        shared = common // 4
+        cached = 0
+        if shared >= OPENAI_CACHE_MIN:
+            cached = OPENAI_CACHE_MIN + (shared - OPENAI_CACHE_MIN) // OPENAI_CACHE_STEP * (
+                OPENAI_CACHE_STEP
+            )
+        return CacheUsage(total=total, cached=min(cached, total))
+
+    def _anthropic_usage(self, model: str, body: dict[str, Any]) -> CacheUsage:
+        blocks: list[tuple[str, bool]] = []
+        system = body.get("system")
+        if isinstance(system, str):
+            blocks.append((system, False))
+        elif isinstance(system, list):
+            for b in system:
+                if isinstance(b, dict):
+                    blocks.append((str(b.get("text", "")), "cache_control" in b))
+        for m in body.get("messages") or []:
+            if not isinstance(m, dict):
+                continue
+            content = m.get("content")
+            if isinstance(content, list):
+                for part in content:
+                    if isinstance(part, dict):
+                        blocks.append(("".join(_content_text([part])), "cache_control" in part))
+            else:
+                blocks.append(("".join(_content_text(content)), False))
+        total = max(1, sum(_tokens(t) for t, _ in blocks))
+        marks = [i for i, (_, marked) in enumerate(blocks) if marked]
+        if not marks:
+            return CacheUsage(total=total)
+        prefix = "".join(t for t, _ in blocks[: marks[-1] + 1])
+        size = _tokens(prefix)
+        minimum = next((n for p, n in ANTHROPIC_CACHE_MIN if model.startswith(p)), 1024)
+        if size < minimum:
+            return CacheUsage(total=total)
+        key = (model, prefix)
+        with self._lock:
+            hit = key in self._anthropic
+            self._anthropic.add(key)
+        return CacheUsage(total=total, cached=size if hit else 0, written=0 if hit else size)
+
+
 @dataclass(frozen=True)
 class MockText:
     """A successful answer.
@@ -88,7 +214,9 @@ class MockText:
             Anthropic `cache_read_input_tokens`).
         cache_creation_tokens: Anthropic `cache_creation_input_tokens` (ignored for OpenAI).
         delay_s: Seconds to wait before answering.
-        finish_reason: OpenAI `finish_reason`; Anthropic gets the matching `stop_reason`.
+        finish_reason: OpenAI `finish_reason` (`stop`, `length`, `content_filter`, ...);
+            Anthropic gets the matching `stop_reason` (`stop` -> `end_turn`, `length` ->
+            `max_tokens`, any other value as given, e.g. `refusal`).
     """
 
     text: str
@@ -97,7 +225,7 @@ class MockText:
     cached_tokens: int = 0
     cache_creation_tokens: int = 0
     delay_s: float = 0.0
-    finish_reason: Literal["stop", "length"] = "stop"
+    finish_reason: str = "stop"
 
 
 @dataclass(frozen=True)
@@ -243,6 +371,7 @@ class MockAPIServer:
         script: Sequence[Reply] | Responder | None = None,
         *,
         default: Reply = '{"ok": true}',
+        prompt_cache: bool = True,
     ) -> None:
         """Create the server (not yet listening).
 
@@ -250,7 +379,10 @@ class MockAPIServer:
             script: Replies used in order (the last repeats), or a responder callable.
                 None answers `default` to everything.
             default: The answer when no script is given.
+            prompt_cache: Report repeated prompt prefixes as cached (see `PromptCache`)
+                for replies without explicit token counts.
         """
+        self.cache = PromptCache() if prompt_cache else None
         if script is None:
             self._responder: Responder = always(default)
         elif callable(script):
@@ -429,7 +561,16 @@ def _make_handler(owner: MockAPIServer) -> type[BaseHTTPRequestHandler]:
                 return
             prompt = reply.prompt_tokens
             if prompt is None:
-                prompt = max(1, len(json.dumps(request.body)) // 4)
+                usage = (
+                    owner.cache.usage(api, request.body)
+                    if owner.cache is not None
+                    else CacheUsage(total=max(1, len(json.dumps(request.body)) // 4))
+                )
+                prompt = usage.total
+                if not reply.cached_tokens and not reply.cache_creation_tokens:
+                    reply = dataclasses.replace(
+                        reply, cached_tokens=usage.cached, cache_creation_tokens=usage.written
+                    )
             completion = reply.completion_tokens
             if completion is None:
                 completion = len(reply.text) // 4
@@ -500,7 +641,9 @@ def _anthropic_body(
         "role": "assistant",
         "model": str(request.body.get("model", "mock")),
         "content": [{"type": "text", "text": reply.text}],
-        "stop_reason": "end_turn" if reply.finish_reason == "stop" else "max_tokens",
+        "stop_reason": {"stop": "end_turn", "length": "max_tokens"}.get(
+            reply.finish_reason, reply.finish_reason
+        ),
         "stop_sequence": None,
         "usage": {
             # Anthropic counts cache reads and writes apart from `input_tokens`.

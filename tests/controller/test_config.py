@@ -40,6 +40,7 @@ def test_file_and_overrides_layer(tmp_path: Path) -> None:
         ({"rules": {"kill_cooldwn_ticks": 5}}, "rules.kill_cooldwn_ticks"),
         ({"step_timeout_ms": "soon"}, "step_timeout_ms"),
         ({"rules": {"timeout_winner": "nobody"}}, "rules.timeout_winner"),
+        ({"rules": {"kill_defer_distance": 0}}, "rules.kill_defer_distance"),
     ],
 )
 def test_bad_config_names_the_field(data: dict[str, object], field: str) -> None:

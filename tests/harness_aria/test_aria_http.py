@@ -98,3 +98,23 @@ def test_missing_key_fails_before_anything_starts(
     assert main(["play", "--crew", "openai:gpt-4.1-mini", "--out", str(out)]) == 2
     assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [("openai:gpt-5-mini", "OPENAI_API_KEY"), ("anthropic:claude-haiku-4-5", "ANTHROPIC_API_KEY")],
+)
+def test_refused_setting_stops_the_game_naming_it(
+    address: str, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reasoning model refusing `temperature` must not turn every decision into an
+    # invalid move of the model: the game stops as a configuration fault.
+    monkeypatch.setenv(key, "sk-test-refused")
+    refused = MockError(400, "Unsupported parameter: 'temperature' is not supported.")
+    with MockAPIServer(lambda rec: refused) as server:
+        base = server.anthropic_base_url if key.startswith("ANTHROPIC") else server.openai_base_url
+        result = _play(tmp_path, server, address, base)
+    assert result.status == "invalid"
+    assert "configuration" in result.reason and "temperature" in result.reason
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["counts"]["invalid_decisions"] == 0

@@ -13,6 +13,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,14 @@ from harness_aria.backends.registry import (
     parse_address,
 )
 from harness_aria.backends.retry import Retrier, parse_retry_after, redact
-from harness_aria.backends.settings import BackendSettings, ModelPrice, price_for
+from harness_aria.backends.settings import (
+    BackendSettings,
+    ModelPrice,
+    ModelSettings,
+    model_defaults,
+    price_for,
+)
+from harness_aria.calls import ConfigurationFailure, ask
 from harness_aria.testing.mock_api import (
     MockAPIServer,
     MockDrop,
@@ -164,10 +172,21 @@ def test_openai_usage_cached_tokens_and_cost(mock_api: StartServer, fast: Backen
     assert response.latency_ms >= 20
 
 
-def test_unknown_model_costs_nothing(mock_api: StartServer, fast: BackendSettings) -> None:
+@pytest.mark.parametrize("address", ["openai:my-finetune-x", "anthropic:claude-unknown-9"])
+def test_unknown_model_cost_is_null_with_one_warning(
+    address: str,
+    mock_api: StartServer,
+    fast: BackendSettings,
+    fake_keys: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     api = mock_api([MockText("{}", prompt_tokens=10, completion_tokens=10)])
-    backend = make_backend("openai:my-finetune", base_url=api.openai_base_url, settings=fast)
-    assert run(backend, text_request()).cost_usd == 0.0
+    backend = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    with caplog.at_level(logging.WARNING):
+        assert run(backend, text_request()).cost_usd is None
+        assert run(backend, text_request()).cost_usd is None
+    warnings = [r for r in caplog.records if "no price for model" in r.getMessage()]
+    assert len(warnings) == 1 and address.partition(":")[2] in warnings[0].getMessage()
 
 
 def test_price_table_is_a_setting(mock_api: StartServer, fast: BackendSettings) -> None:
@@ -716,3 +735,155 @@ def test_mock_server_unknown_path_and_records(mock_api: StartServer) -> None:
     assert api.requests == []
     with pytest.raises(ValueError):
         MockAPIServer([])
+
+
+# -- model settings, finish reasons and refused requests ---------------------------------------
+
+
+def with_model(fast: BackendSettings, **model: object) -> BackendSettings:
+    return fast.model_copy(update={"model": ModelSettings(**model)})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("address", SDK_ADDRESSES)
+def test_every_provider_gets_the_callers_temperature(
+    address: str, mock_api: StartServer, fast: BackendSettings
+) -> None:
+    api = mock_api(['{"ok": 1}'])
+    backend = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    response = run(backend, text_request(temperature=0.7, max_tokens=300))
+    body = api.requests[0].body
+    assert body["temperature"] == 0.7
+    assert response.sent == {"temperature": 0.7, "max_tokens": 300}
+
+
+@pytest.mark.parametrize("address", SDK_ADDRESSES)
+def test_side_settings_override_the_callers(
+    address: str, mock_api: StartServer, fast: BackendSettings
+) -> None:
+    api = mock_api(['{"ok": 1}'])
+    settings = with_model(
+        fast, temperature=0.0, max_tokens=999, seed=7, reasoning_effort="high", image_detail="low"
+    )
+    backend = make_backend(address, base_url=base_url_for(api, address), settings=settings)
+    response = run(backend, image_request(temperature=0.7, max_tokens=300))
+    body = api.requests[0].body
+    assert body["temperature"] == 0.0
+    if address.startswith("openai"):
+        assert body["max_completion_tokens"] == 999 and body["seed"] == 7
+        assert body["reasoning_effort"] == "high"
+        parts = body["messages"][1]["content"]
+        assert all(p["image_url"]["detail"] == "low" for p in parts if p["type"] == "image_url")
+        assert response.sent["seed"] == 7 and response.sent["image_detail"] == "low"
+    else:
+        assert body["max_tokens"] == 999 and "seed" not in body
+        assert body["output_config"] == {"effort": "high"}
+        assert "seed" not in response.sent and "image_detail" not in response.sent
+    assert response.sent["temperature"] == 0.0 and response.sent["max_tokens"] == 999
+
+
+def test_reasoning_model_defaults(mock_api: StartServer, fast: BackendSettings) -> None:
+    api = mock_api(['{"ok": 1}'])
+    backend = make_backend("openai:gpt-5-mini", base_url=api.openai_base_url, settings=fast)
+    response = run(backend, text_request(temperature=0.2, max_tokens=256))
+    body = api.requests[0].body
+    assert "temperature" not in body  # reasoning models take none
+    assert body["max_completion_tokens"] == model_defaults("gpt-5-mini").max_tokens_floor
+    assert body["reasoning_effort"] == "minimal"
+    assert "temperature" not in response.sent
+
+
+def test_model_defaults_table() -> None:
+    assert model_defaults("gpt-4.1-mini").temperature
+    assert model_defaults("claude-haiku-4-5").temperature
+    assert not model_defaults("o3-mini").temperature
+    assert model_defaults("gpt-5-chat-latest").temperature
+    assert model_defaults("some-local-model") == model_defaults("")
+
+
+@pytest.mark.parametrize("address", SDK_ADDRESSES)
+def test_finish_reason_and_truncation(
+    address: str, mock_api: StartServer, fast: BackendSettings
+) -> None:
+    api = mock_api([MockText('{"module": "MOVE", "reasoning": "I will', finish_reason="length")])
+    backend = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    record = asyncio.run(
+        ask(backend, purpose="planner", system="s", user="u", prompts=[], max_tokens=256)
+    )
+    assert record.finish_reason in ("length", "max_tokens")
+    assert record.truncated and record.parsed is None
+    assert record.parse_error.startswith("truncated") and "max_tokens=256" in record.parse_error
+
+
+@pytest.mark.parametrize("address", SDK_ADDRESSES)
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        ("Unsupported parameter: 'temperature' is not supported with this model.", "temperature"),
+        ("Unsupported value: 'reasoning_effort' does not support 'minimal'.", "reasoning_effort"),
+        ("This model's maximum context length is 8192 tokens.", "prompt length"),
+        ("max_tokens: 99999 > 8192, the maximum allowed", "max_tokens"),
+    ],
+)
+def test_refused_request_stops_with_a_configuration_error(
+    address: str, message: str, named: str, mock_api: StartServer, fast: BackendSettings
+) -> None:
+    api = mock_api([MockError(400, message)])
+    backend = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    with pytest.raises(ConfigurationFailure) as info:
+        asyncio.run(ask(backend, purpose="vote", system="s", user="u", prompts=[]))
+    assert info.value.error_class == "configuration"
+    assert named in str(info.value) and address in str(info.value)
+    assert len(api.requests) == 1  # never retried: no retry can fix it
+
+
+# -- prompt caching of the shared prefix (as the mock reports it, API by API) -------------------
+
+
+@pytest.mark.parametrize("address", SDK_ADDRESSES)
+def test_shared_prefix_is_cached_from_the_second_call(
+    address: str, mock_api: StartServer, fast: BackendSettings
+) -> None:
+    from controller.config import RulesConfig
+    from harness_aria.calls import CallSetup, HarnessedBackend
+    from harness_aria.prompts import shared_prefix
+    from world.geometry import ShipGeometry
+    from world.spec import load_map
+
+    api = mock_api(['{"ok": 1}'])
+    inner = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    prefix = shared_prefix(ShipGeometry(load_map("skeld")), RulesConfig())
+    backend = HarnessedBackend(inner, CallSetup(shared_prefix=prefix))
+
+    async def two() -> list[Any]:
+        first = await ask(backend, purpose="vote", system="You are Red.", user="a", prompts=[])
+        second = await ask(backend, purpose="vote", system="You are Blue.", user="b", prompts=[])
+        return [first, second]
+
+    first, second = asyncio.run(two())
+    assert first.tokens_cached == 0
+    assert second.tokens_cached >= len(prefix) // 4 - 128
+    assert second.tokens_cached / second.tokens_in > 0.9
+    if address.startswith("anthropic"):
+        system = api.requests[1].body["system"]
+        assert system[0]["text"] == prefix and system[0]["cache_control"]["type"] == "ephemeral"
+
+
+def test_mock_cache_respects_the_minimum(mock_api: StartServer, fast: BackendSettings) -> None:
+    api = mock_api(['{"ok": 1}'])
+    backend = make_backend("openai:gpt-4.1-mini", base_url=api.openai_base_url, settings=fast)
+    short = text_request()
+    assert run(backend, short).tokens_cached == 0
+    assert run(backend, short).tokens_cached == 0  # far below 1024 tokens: never cached
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [("openai:gpt-4.1-mini", "content_filter"), ("anthropic:claude-haiku-4-5", "refusal")],
+)
+def test_other_finish_reasons_are_recorded_as_sent(
+    address: str, reason: str, mock_api: StartServer, fast: BackendSettings
+) -> None:
+    api = mock_api([MockText("{}", finish_reason=reason)])
+    backend = make_backend(address, base_url=base_url_for(api, address), settings=fast)
+    record = asyncio.run(ask(backend, purpose="move", system="s", user="u", prompts=[]))
+    assert record.finish_reason == reason and not record.truncated

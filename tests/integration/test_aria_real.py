@@ -116,12 +116,28 @@ def test_every_decision_is_recorded_with_its_calls(
             assert c["model"] in ("openai:gpt-4.1-mini", "anthropic:claude-haiku-4-5")
             assert all("@" in p for p in c["prompts"])
             assert c["latency_ms"] >= 0 and "raw" in c
+            assert c["finish_reason"] in ("stop", "end_turn") and not c["truncated"]
+            assert "temperature" in c["settings"]  # both providers, the same rule
+            for key in ("prefix_sha256", "system_sha256", "user_sha256"):
+                assert (out / "prompts" / f"{c['sent'][key]}.txt").is_file()
+            assert (c["sent"]["image_sha256"] is not None) == c["image"]
+
+
+def test_both_providers_got_the_same_temperatures(
+    aria_game: tuple[Path, Any, MockAPIServer],
+) -> None:
+    _, _, server = aria_game
+    by_api: dict[str, set[float]] = {}
+    for r in server.requests:
+        assert "temperature" in r.body, r.path
+        by_api.setdefault(r.api, set()).add(r.body["temperature"])
+    assert by_api["openai"] & by_api["anthropic"]
 
 
 def test_api_keys_never_reach_any_file(aria_game: tuple[Path, Any, MockAPIServer]) -> None:
     out, _, server = aria_game
     assert any(OPENAI_KEY in " ".join(r.headers.values()) for r in server.requests)
     for f in out.rglob("*"):
-        if f.is_file() and f.suffix in (".jsonl", ".json", ".log", ""):
+        if f.is_file() and f.suffix in (".jsonl", ".json", ".log", ".txt", ""):
             text = f.read_text(errors="replace")
             assert OPENAI_KEY not in text and ANTHROPIC_KEY not in text, f

@@ -1,0 +1,113 @@
+"""What each agent was told: prompt layout, the run's prompt store, text-only wording."""
+
+from __future__ import annotations
+
+import re
+import string
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from controller.cli import play_game
+from controller.config import RulesConfig, resolve_config
+from controller.events import Decision, read_events
+from harness_aria.calls import PromptStore, picture_wording
+from harness_aria.prompts import CACHE_MINIMUM_TOKENS, estimate_tokens, shared_prefix
+from world.geometry import ShipGeometry
+from world.spec import load_map
+
+PICTURE_WORDS = re.compile(
+    r"\b(pictures?|images?|screenshots?|photos?|camera|first-person)\b", re.IGNORECASE
+)
+GEOMETRY = ShipGeometry(load_map("skeld"))
+
+
+def _templates() -> list[tuple[str, str]]:
+    root = resources.files("harness_aria").joinpath("prompts")
+    out = []
+    for folder in root.iterdir():
+        if folder.is_dir():
+            for f in folder.iterdir():
+                if f.name.endswith(".txt"):
+                    out.append((f"{folder.name}/{f.name}", f.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+@pytest.mark.parametrize(("name", "text"), _templates())
+def test_no_text_only_prompt_mentions_a_picture(name: str, text: str) -> None:
+    rendered = picture_wording(string.Template(text).safe_substitute(), with_picture=False)
+    assert not PICTURE_WORDS.search(rendered), f"{name}: {PICTURE_WORDS.search(rendered)}"
+    assert "[[" not in rendered
+
+
+def test_picture_wording_is_kept_when_a_picture_is_sent() -> None:
+    scan = dict(_templates())["common/kill_scan.txt"]
+    assert "picture" in picture_wording(scan, with_picture=True)
+    assert "picture" not in picture_wording(scan, with_picture=False)
+    plain = "  a line\n  indented  twice"
+    assert picture_wording(plain, with_picture=False) == plain  # data is left alone
+
+
+def test_shared_prefix_meets_every_priced_models_cache_minimum() -> None:
+    prefix = shared_prefix(GEOMETRY, RulesConfig())
+    assert estimate_tokens(prefix) >= max(CACHE_MINIMUM_TOKENS.values())
+    assert prefix == shared_prefix(GEOMETRY, RulesConfig())  # stable: nothing per call
+    for room in GEOMETRY.rooms:
+        assert room in prefix
+    assert not PICTURE_WORDS.search(prefix)
+
+
+def test_prompt_store_deduplicates_and_is_atomic(tmp_path: Path) -> None:
+    store = PromptStore(tmp_path)
+    a = store.put("hello")
+    assert store.put("hello") == a
+    assert store.get(a) == "hello"
+    assert [p.name for p in (tmp_path / "prompts").iterdir()] == [f"{a}.txt"]
+
+
+def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = resolve_config(
+        "quick",
+        overrides={
+            "seed": 2,
+            "rules": {"max_steps": 6},
+            "crew": {"backend": "fake", "text_only": True},
+            "impostor": {"backend": "fake", "text_only": True},
+        },
+    )
+    play_game(config, load_map("skeld"), "fake", tmp_path)
+    folder = tmp_path / "prompts"
+    stored = {p.stem: p.read_text(encoding="utf-8") for p in folder.glob("*.txt")}
+    calls = [
+        c
+        for d in read_events(tmp_path / "events.jsonl")
+        if isinstance(d, Decision)
+        for c in d.calls
+    ]
+    assert calls
+    prefixes = set()
+    for call in calls:
+        sent = call["sent"]
+        for key in ("prefix_sha256", "system_sha256", "user_sha256"):
+            assert sent[key] in stored, (key, call["purpose"])
+        assert sent["image_sha256"] is None
+        prefixes.add(sent["prefix_sha256"])
+        assert call["finish_reason"] == "stop" and "max_tokens" in call["settings"]
+    assert len(prefixes) == 1  # one shared prefix for the whole game
+    for sha, text in stored.items():
+        assert not PICTURE_WORDS.search(text), sha
+    size = sum(p.stat().st_size for p in folder.glob("*.txt"))
+    texts_sent = sum(
+        len(stored[c["sent"][k]].encode())
+        for c in calls
+        for k in ("prefix_sha256", "system_sha256", "user_sha256")
+    )
+    assert size < texts_sent  # de-duplicated
+    with capsys.disabled():
+        print(
+            f"\nprompt record: {len(calls)} calls, {len(stored)} texts, {size / 1024:.0f} KiB "
+            f"stored for {texts_sent / 1024:.0f} KiB sent ({size / texts_sent:.0%})"
+        )
