@@ -223,7 +223,7 @@ class AriaAgent:
             (a.get("station") for a in result.actions if a.get("op") == "use_station"), None
         )
         if module == "MISSION" and station is not None and not result.invalid:
-            aim = "fake a task" if impostor else "do its task"
+            aim = "fake a task" if impostor else "do my task"
             return f"set off to station {station} to {aim}"
         return result.memo or result.reasoning
 
