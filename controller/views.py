@@ -176,7 +176,7 @@ class StateView(BaseModel):
                 s = known.get(who)
                 lines.append(
                     f"  {_cap(who)}: {s.room} ({s.pos[0]:.1f}, {s.pos[2]:.1f}), step {s.step}"
-                    f" ({self.step - s.step} steps ago)"
+                    f" ({_ago(self.step - s.step)})"
                     if s
                     else f"  {_cap(who)}: never seen"
                 )
@@ -231,6 +231,12 @@ def meeting_summary(m: MeetingRecord) -> str:
         f"{_cap(v)}->{'abstained' if t is None else _cap(t)}" for v, t in sorted(m.votes.items())
     )
     return f"#{m.index} (step {m.step}): {why}; {result}. Votes: {ballots or 'none'}."
+
+
+def _ago(steps: int) -> str:
+    if steps <= 0:
+        return "now"
+    return "1 step ago" if steps == 1 else f"{steps} steps ago"
 
 
 def _cap(name: str) -> str:
