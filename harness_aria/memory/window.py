@@ -38,7 +38,8 @@ class WindowMemory:
         for c in obs.chat:
             who = "[Server]" if c.kind == "server" else (c.speaker or "?").capitalize()
             self._add(obs.step, f"{who}: {c.text}")
-        if obs.visible_players:
+        # Meeting seats say nothing about where anyone was: only free-roam sightings.
+        if obs.visible_players and obs.phase == "free_roam":
             seen = ", ".join(
                 f"{a} in {s.room if (s := obs.last_seen.get(a)) else obs.room}"
                 for a in sorted(obs.visible_players)

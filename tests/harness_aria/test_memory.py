@@ -315,3 +315,30 @@ def test_reflection_sees_the_whole_meeting_it_reflects_on(scene: Any) -> None:
     assert "The meeting you are reflecting on:" in text
     assert all(f"line {i}:" in text for i in range(11))
     assert "White was ejected" in text and "Green->White, Red->Skip" in text
+
+
+def test_window_memory_keeps_free_roam_sightings_not_meeting_seats(scene: Any) -> None:
+    answers = scene.Answers(
+        planner={"module": "MOVE", "target": None, "reasoning": "x"},
+        meeting={"response_text": "Blue was in admin.", "suspicion_cast_on": None},
+    )
+    agent = scene.agent("red", answers, memory="window", state="ego")
+    admin = scene.geometry.room_center("admin")
+    scene.decide(
+        agent,
+        scene.obs(step=4, tick=400, pos=admin, players={"blue": (admin[0], 65.0, admin[2] + 3)}),
+    )
+    for i in range(2):
+        scene.decide(
+            agent,
+            scene.obs(
+                step=5 + i,
+                tick=410 + i,
+                phase="meeting",
+                meeting=meeting_view(scene),
+                players={"blue": scene.ahead(2)},
+            ),
+        )
+    text = agent.memory.text()
+    assert "step 4: saw blue in admin" in text
+    assert "step 5: saw" not in text and "step 6: saw" not in text, text
