@@ -308,7 +308,7 @@ class AriaAgent:
                 seen = obs.visible_players.get(agent)
                 if seen is not None and math.dist(obs.pos, seen) <= self.spec.kill_defer_distance:
                     return f"caught up with {agent}"
-            elif op == "go_to" and a.get("room") and obs.room == a.get("room"):
+            elif op == "go_to" and a.get("room") == obs.room != last.room:
                 return f"reached {obs.room}"
             elif op == "use_station" and isinstance(station := a.get("station"), int):
                 if obs.room == self.geometry.station_room(station):
