@@ -8,6 +8,7 @@ server in integration tests.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -223,6 +224,8 @@ def view_leaks(
       around) or was within `privileged_radius` of the agent (the roster); each body
       was perceived.
     * **both**: no view names the role of anyone but an impostor's own teammates.
+    * **what was sent**: every `decision` of an ego agent whose `view_text` is logged
+      names in view only players (and bodies) inside its camera cone at that tick.
 
     Args:
         observations: Agent -> the `Observation`s it was given, in order.
@@ -351,6 +354,27 @@ def view_leaks(
                         )
                     ):
                         leaks.append(f"{where}: the view names {other}'s role")
+    # What was actually sent: an ego decision's logged view text may name in view only
+    # players inside the camera cone at the decision's tick.
+    for ev in events:
+        if not isinstance(ev, Decision) or ev.spec.get("state") != "ego" or not ev.view_text:
+            continue
+        now = poses(ev.tick)
+        for line in ev.view_text.splitlines():
+            if not line.startswith(("In view now: ", "Bodies in view now: ")):
+                continue
+            bodies_line = line.startswith("Bodies")
+            for name in re.findall(r"([A-Z][a-z]+) \(", line.partition(": ")[2]):
+                who = name.lower()
+                checked += 1
+                pose = now.get(who)
+                target = kills.get(who) if bodies_line else (pose[0] if pose else None)
+                if target is None or not in_camera(ev.agent, now, target):
+                    what = f"{who}'s body" if bodies_line else who
+                    leaks.append(
+                        f"{ev.agent} (ego, sent) step {ev.step}: names {what} outside the "
+                        "field of view"
+                    )
     return leaks, checked
 
 

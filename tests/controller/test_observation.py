@@ -12,7 +12,7 @@ from controller.agents.recording import RecordingAgent
 from controller.agents.scripted import ScriptedAgent
 from controller.checks import view_leaks
 from controller.config import GameConfig, resolve_config
-from controller.events import ServerMessage, Speech, read_events
+from controller.events import Decision, ServerMessage, Speech, read_events
 from controller.game import Game
 from controller.observation import FRAME_SHAPE, Observation, Sighting
 from controller.perception import in_cone
@@ -177,5 +177,39 @@ def test_leak_check_catches_an_ego_view_naming_a_player_behind(tmp_path: Path) -
                 f"names {outside[0]} outside the field of view" in leak and "(ego)" in leak
                 for leak in leaks
             ), leaks
+            return
+    raise AssertionError("no observation had a player behind the agent")
+
+
+def test_leak_check_reads_what_an_ego_agent_was_sent(tmp_path: Path) -> None:
+    """A logged ego `decision.view_text` naming a player behind the agent is a leak; the
+    text the filter renders for the same observation is not."""
+    agents = play(config(3, rules={"max_steps": 6}), tmp_path)
+    events = read_events(tmp_path / "events.jsonl")
+    for agent, rec in agents.items():
+        for obs in rec.seen:
+            outside = [
+                b for b, p in obs.visible_players.items() if not in_cone(obs.pos, obs.yaw, p)
+            ]
+            if not outside:
+                continue
+            knowledge = Knowledge("ego", GEOMETRY)
+            honest = knowledge.view(knowledge.update(obs)).to_text()
+            sent = Decision(
+                step=obs.step,
+                tick=obs.tick,
+                agent=agent,
+                phase="free_roam",
+                spec={"state": "ego"},
+                view_text=honest,
+            )
+            assert view_leaks({}, [*events, sent], GEOMETRY)[0] == []
+            forged = sent.model_copy(
+                update={"view_text": f"In view now: {outside[0].capitalize()} (3.0 blocks, ahead)"}
+            )
+            leaks, _ = view_leaks({}, [*events, forged], GEOMETRY)
+            assert leaks == [
+                f"{agent} (ego, sent) step {obs.step}: names {outside[0]} outside the field of view"
+            ]
             return
     raise AssertionError("no observation had a player behind the agent")
