@@ -350,7 +350,9 @@ def view_leaks(
                         and other not in expected
                         and (
                             f"{other.capitalize()}, a {role}" in text
+                            or f"{other.capitalize()}, an {role}" in text
                             or f"{other} is {role}" in text
+                            or f"{other} is an {role}" in text
                         )
                     ):
                         leaks.append(f"{where}: the view names {other}'s role")

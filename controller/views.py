@@ -116,7 +116,7 @@ class StateView(BaseModel):
         """The view as the plain text a prompt includes."""
         sb = self.scoreboard
         lines = [
-            f"You are {_cap(self.agent)}, a {self.role}"
+            f"You are {_cap(self.agent)}, {'an' if self.role[0] in 'aeiou' else 'a'} {self.role}"
             + (f" (fellow impostors: {', '.join(self.teammates)})" if self.teammates else "")
             + ".",
             f"Step {self.step}. Phase: {sb.phase}. You are in {self.room} at "
@@ -174,11 +174,12 @@ class StateView(BaseModel):
             known = self.last_seen
             for who in self.roster or sorted(known):
                 s = known.get(who)
+                dead = " (dead)" if who in self.dead else ""
                 lines.append(
                     f"  {_cap(who)}: {s.room} ({s.pos[0]:.1f}, {s.pos[2]:.1f}), step {s.step}"
-                    f" ({_ago(self.step - s.step)})"
+                    f" ({_ago(self.step - s.step)}){dead}"
                     if s
-                    else f"  {_cap(who)}: never seen"
+                    else f"  {_cap(who)}: never seen{dead}"
                 )
             if not (self.roster or known):
                 lines.append("  nobody yet")
