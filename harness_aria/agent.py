@@ -196,6 +196,7 @@ class AriaAgent:
                     # Modules see this step's choice, not the plan of the step before.
                     tk.plan_text = self._plan_text(picked)
                     result = await self.modules[module].run(tk, choice)
+            result = self._within_view(obs, module, result)
             self.surveil_next = any(
                 a.get("op") == "look" and a.get("behind") for a in result.actions
             )
@@ -214,6 +215,26 @@ class AriaAgent:
             else None
         )
         return self._decision(tk, module, result, choice, view_text)
+
+    def _within_view(self, obs: Observation, module: str, result: ModuleResult) -> ModuleResult:
+        """Ego: a program may not follow a player out of view, since the world would lead
+        the bot to where the server knows that player is. Such a program is invalid
+        (recorded with its reason), never rewritten into another move."""
+        if self.spec.state != "ego" or result.invalid:
+            return result
+        unseen = [
+            str(a.get("agent"))
+            for a in result.actions
+            if a.get("op") == "follow" and a.get("agent") not in obs.visible_players
+        ]
+        if not unseen:
+            return result
+        return ModuleResult(
+            reasoning=result.reasoning,
+            narration=result.narration,
+            invalid=f"{module}: follow {unseen[0]}, who is not in view (ego state)",
+            memo=f"could not follow {unseen[0]}: not in view",
+        )
 
     @staticmethod
     def _memo(module: str, result: ModuleResult, impostor: bool) -> str:

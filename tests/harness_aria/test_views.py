@@ -214,3 +214,26 @@ def _fake_game(tmp: Path, state: str) -> list[tuple[int, str, str, str]]:
 def test_fake_ego_and_privileged_games_no_longer_play_out_identically(tmp_path: Path) -> None:
     ego, privileged = _fake_game(tmp_path, "ego"), _fake_game(tmp_path, "privileged")
     assert ego and privileged and ego != privileged
+
+
+def test_ego_program_cannot_follow_a_player_out_of_view(scene: Any) -> None:
+    """Following is guided by the server's positions: out of view it would lead an ego
+    agent to a player it cannot see, so the program is invalid, not rewritten."""
+    for state, where, valid in (
+        ("ego", "behind", False),
+        ("ego", "ahead", True),
+        ("privileged", "behind", True),
+    ):
+        answers = scene.Answers(
+            planner={"module": "MOVE", "target": None, "reasoning": "x"},
+            move={"room": None, "follow": "blue", "reasoning": "x"},
+        )
+        blue = scene.behind(4) if where == "behind" else scene.ahead(4)
+        decision = scene.decide(
+            scene.agent("red", answers, state=state), scene.obs(players={"blue": blue})
+        )
+        assert (not decision.invalid) is valid, (state, where, decision.invalid)
+        if not valid:
+            assert decision.program == [] and "blue, who is not in view" in decision.invalid
+        else:
+            assert decision.program[0]["op"] == "follow"
