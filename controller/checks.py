@@ -259,6 +259,13 @@ def view_leaks(
                 bodies_by.setdefault((ev.tick, who), set()).update(
                     ev.bodies.get(who, []), ev.bodies_near.get(who, [])
                 )
+    vis_ticks = sorted({tick for tick, _ in seen_by} | {tick for tick, _ in bodies_by})
+
+    def perceived(table: dict[tuple[int, str], set[str]], tick: int, agent: str) -> set[str]:
+        """What the log says `agent` perceived at the last visibility moment <= `tick`."""
+        before = [t for t in vis_ticks if t <= tick]
+        return table.get((before[-1], agent), set()) if before else set()
+
     kills = {ev.victim: ev.pos for ev in events if isinstance(ev, Kill)}
     snapshots = [ev for ev in events if isinstance(ev, Positions)]
     traces = [ev for ev in events if isinstance(ev, Trace)]
@@ -335,13 +342,13 @@ def view_leaks(
                             leaks.append(f"{where}: no record of {other} at step {s.step}")
                         elif math.dist(truth[0], s.pos) > 1e-6:
                             leaks.append(f"{where}: wrong position of {other}")
-                        elif other not in seen_by.get((s.tick, agent), set()) and (
+                        elif other not in perceived(seen_by, s.tick, agent) and (
                             mine is None or math.dist(mine[0], s.pos) > privileged_radius
                         ):
                             leaks.append(f"{where}: never saw {other} at step {s.step}")
                     for victim, s in (view.bodies_seen or {}).items():
                         checked += 1
-                        if victim not in bodies_by.get((s.tick, agent), set()):
+                        if victim not in perceived(bodies_by, s.tick, agent):
                             leaks.append(f"{where}: never saw {victim}'s body")
                 text = view.to_text()
                 for other, role in roles.items():
