@@ -12,7 +12,7 @@ from controller.agents.recording import RecordingAgent
 from controller.agents.scripted import ScriptedAgent
 from controller.checks import view_leaks
 from controller.config import GameConfig, resolve_config
-from controller.events import Decision, ServerMessage, Speech, read_events
+from controller.events import Decision, Positions, ServerMessage, Speech, read_events
 from controller.game import Game
 from controller.observation import FRAME_SHAPE, Observation, Sighting
 from controller.perception import in_cone
@@ -51,6 +51,26 @@ def play(config: GameConfig, out: Path, say: dict[str, str] | None = None) -> di
 
 def config(seed: int, **extra: Any) -> GameConfig:
     return resolve_config("quick", overrides={"seed": seed, **extra})
+
+
+def behind_someone(agents: dict[str, Recorder], events: list[Any]) -> tuple[str, Any, str, Any]:
+    """An observation in which, per the log, another living player stood in range and in
+    line of sight but outside the agent's camera cone: (agent, obs, other, other's pos)."""
+    snapshots = [ev for ev in events if isinstance(ev, Positions)]
+    for agent, rec in agents.items():
+        for obs in rec.seen:
+            at = [p for p in snapshots if p.tick == obs.tick]
+            if not at or obs.phase != "free_roam":
+                continue
+            for other, snap in at[-1].players.items():
+                if (
+                    other != agent
+                    and snap.status == "alive"
+                    and GEOMETRY.can_see(obs.pos, snap.pos, 12.0)
+                    and not in_cone(obs.pos, obs.yaw, snap.pos)
+                ):
+                    return agent, obs, other, snap.pos
+    raise AssertionError("no observation had a player behind the agent")
 
 
 def test_observation_schema_and_frames(tmp_path: Path) -> None:
@@ -162,23 +182,17 @@ def test_leak_check_catches_an_ego_view_naming_a_player_behind(tmp_path: Path) -
     agents = play(config(3, rules={"max_steps": 6}), tmp_path)
     events = read_events(tmp_path / "events.jsonl")
     assert view_leaks({a: r.seen for a, r in agents.items()}, events, GEOMETRY)[0] == []
-    for agent, rec in agents.items():
-        for obs in rec.seen:
-            outside = [
-                b for b, p in obs.visible_players.items() if not in_cone(obs.pos, obs.yaw, p)
-            ]
-            if not outside:
-                continue
-            stale = obs.model_copy(
-                update={"yaw": yaw_towards(obs.pos, obs.visible_players[outside[0]])}
-            )
-            leaks, _ = view_leaks({agent: [stale]}, events, GEOMETRY)
-            assert any(
-                f"names {outside[0]} outside the field of view" in leak and "(ego)" in leak
-                for leak in leaks
-            ), leaks
-            return
-    raise AssertionError("no observation had a player behind the agent")
+    agent, obs, other, pos = behind_someone(agents, events)
+    stale = obs.model_copy(
+        update={
+            "yaw": yaw_towards(obs.pos, pos),
+            "visible_players": {**obs.visible_players, other: pos},
+        }
+    )
+    leaks, _ = view_leaks({agent: [stale]}, events, GEOMETRY)
+    assert any(
+        f"names {other} outside the field of view" in leak and "(ego)" in leak for leak in leaks
+    ), leaks
 
 
 def test_leak_check_reads_what_an_ego_agent_was_sent(tmp_path: Path) -> None:
@@ -186,30 +200,22 @@ def test_leak_check_reads_what_an_ego_agent_was_sent(tmp_path: Path) -> None:
     text the filter renders for the same observation is not."""
     agents = play(config(3, rules={"max_steps": 6}), tmp_path)
     events = read_events(tmp_path / "events.jsonl")
-    for agent, rec in agents.items():
-        for obs in rec.seen:
-            outside = [
-                b for b, p in obs.visible_players.items() if not in_cone(obs.pos, obs.yaw, p)
-            ]
-            if not outside:
-                continue
-            knowledge = Knowledge("ego", GEOMETRY)
-            honest = knowledge.view(knowledge.update(obs)).to_text()
-            sent = Decision(
-                step=obs.step,
-                tick=obs.tick,
-                agent=agent,
-                phase="free_roam",
-                spec={"state": "ego"},
-                view_text=honest,
-            )
-            assert view_leaks({}, [*events, sent], GEOMETRY)[0] == []
-            forged = sent.model_copy(
-                update={"view_text": f"In view now: {outside[0].capitalize()} (3.0 blocks, ahead)"}
-            )
-            leaks, _ = view_leaks({}, [*events, forged], GEOMETRY)
-            assert leaks == [
-                f"{agent} (ego, sent) step {obs.step}: names {outside[0]} outside the field of view"
-            ]
-            return
-    raise AssertionError("no observation had a player behind the agent")
+    agent, obs, other, _ = behind_someone(agents, events)
+    knowledge = Knowledge("ego", GEOMETRY)
+    honest = knowledge.view(knowledge.update(obs)).to_text()
+    sent = Decision(
+        step=obs.step,
+        tick=obs.tick,
+        agent=agent,
+        phase="free_roam",
+        spec={"state": "ego"},
+        view_text=honest,
+    )
+    assert view_leaks({}, [*events, sent], GEOMETRY)[0] == []
+    forged = sent.model_copy(
+        update={"view_text": f"In view now: {other.capitalize()} (3.0 blocks, ahead)"}
+    )
+    leaks, _ = view_leaks({}, [*events, forged], GEOMETRY)
+    assert leaks == [
+        f"{agent} (ego, sent) step {obs.step}: names {other} outside the field of view"
+    ]
