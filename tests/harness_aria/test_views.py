@@ -72,24 +72,33 @@ def test_ego_agent_cannot_target_or_remember_a_player_behind_it(scene: Any) -> N
     assert "saw blue" in agent.memory.text()
 
 
-def test_ego_kill_never_falls_back_to_a_player_out_of_view(scene: Any) -> None:
-    """KILL offered for blue in front must not pick green behind, though green is nearer."""
-    answers = scene.Answers(
-        planner={"module": "KILL", "target": None, "reasoning": "hunt", "intent": "kill"},
-        kill_scan={"players_seen": [], "witnesses_visible": False, "target_visible": True},
-    )
-    agent = scene.agent("red", answers, state="ego")
+def test_ego_kill_never_reaches_a_player_out_of_view(scene: Any) -> None:
+    """Blue in front, green behind and nearer: whether the planner names no target or
+    green, an ego impostor never scans for, follows or strikes green; a privileged one,
+    which has green in sight all around, does go for green when it is named."""
+
+    def involves_green(answers: Any, decision: Any) -> bool:
+        scans = " ".join(answers.system("kill_scan"))
+        acts = [a.get("target") or a.get("agent") for a in decision.program]
+        return "safe to kill green" in scans or "green" in acts
+
     obs = scene.obs(
         "red",
         "impostor",
         kill_ready=True,
         players={"blue": scene.ahead(6), "green": scene.behind(2)},
     )
-    scene.decide(agent, obs)
-    assert "safe to kill blue" in answers.system("kill_scan")[0]
-    priv_answers = scene.Answers(**answers.by_purpose)
-    scene.decide(scene.agent("red", priv_answers, state="privileged"), obs)
-    assert "safe to kill green" in priv_answers.system("kill_scan")[0]
+    for state, target, expect in (
+        ("ego", None, False),
+        ("ego", "green", False),
+        ("privileged", "green", True),
+    ):
+        answers = scene.Answers(
+            planner={"module": "KILL", "target": target, "reasoning": "hunt", "intent": "kill"},
+            kill_scan={"players_seen": [], "witnesses_visible": False, "target_visible": True},
+        )
+        decision = scene.decide(scene.agent("red", answers, state=state), obs)
+        assert involves_green(answers, decision) is expect, (state, target, decision)
 
 
 def test_report_is_offered_only_for_a_body_in_view(scene: Any) -> None:
