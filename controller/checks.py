@@ -8,6 +8,7 @@ tests and against the real server in integration tests.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,56 +75,188 @@ def determinism_check(
 
 
 def view_leaks(
-    observations: Mapping[str, list[Any]], events: list[Event], geometry: Any
+    observations: Mapping[str, list[Any]],
+    events: list[Event],
+    geometry: Any,
+    *,
+    ego_range: float = 12.0,
+    privileged_radius: float = 96.0,
 ) -> tuple[list[str], int]:
-    """Check every privileged state view built from the given observations against the log.
+    """Check the ego and privileged views built from the given observations against the log.
 
-    Each last-known position in a view must match a `visibility` entry of that agent
-    at that step and the `positions` snapshot; each body must have been in sight; no
-    view names the role of anyone but an impostor's own teammates.
+    Each agent's observations are fed, in order, through the same filter its agent uses
+    (`controller.views.Knowledge`), once per state mode, and every fact of every view is
+    checked against the log alone:
+
+    * **ego**: every player or body the view places in view now, and every remembered
+      sighting, was inside the agent's camera cone at that moment (the poses of the
+      `positions`/`trace` events at that tick, `controller.perception.in_cone`), within
+      `ego_range` and in line of sight; no roster, no map, no task list.
+    * **privileged**: every last-known position matches the log at its tick and was
+      perceived (a `visibility` entry of the agent at that step, field of view or all
+      around) or was within `privileged_radius` of the agent (the roster); each body
+      was perceived.
+    * **both**: no view names the role of anyone but an impostor's own teammates.
+    * **what was sent**: every `decision` of an ego agent whose `view_text` is logged
+      names in view only players (and bodies) inside its camera cone at that tick.
 
     Args:
         observations: Agent -> the `Observation`s it was given, in order.
         events: The game's event log.
         geometry: The map's `ShipGeometry`.
+        ego_range: The ego range the agents used (`AriaSpec.ego_range`).
+        privileged_radius: The privileged radius the agents used.
 
     Returns:
         The leaks found (empty: none) and how many facts were checked.
     """
-    from controller.events import Positions, Visibility
-    from controller.views import build_view
+    import math
+
+    from controller.events import Positions, Trace, Visibility
+    from controller.perception import in_cone
+    from controller.views import Knowledge
 
     start = next(e for e in events if isinstance(e, GameStart))
     roles = start.roles
-    vis = {ev.step: ev for ev in events if isinstance(ev, Visibility)}
-    pos = {ev.step: ev for ev in events if isinstance(ev, Positions)}
+    # Keyed by tick: an observation carries the tick of the snapshot it was built from
+    # (its `step` is the step about to be decided).
+    seen_by: dict[tuple[int, str], set[str]] = {}
+    bodies_by: dict[tuple[int, str], set[str]] = {}
+    for ev in events:
+        if isinstance(ev, Visibility):
+            for who, names in {**ev.near, **ev.sees}.items():
+                seen_by.setdefault((ev.tick, who), set()).update(
+                    names, ev.sees.get(who, []), ev.near.get(who, [])
+                )
+            for who in {**ev.bodies, **ev.bodies_near}:
+                bodies_by.setdefault((ev.tick, who), set()).update(
+                    ev.bodies.get(who, []), ev.bodies_near.get(who, [])
+                )
+    vis_ticks = sorted({tick for tick, _ in seen_by} | {tick for tick, _ in bodies_by})
+
+    def perceived(table: dict[tuple[int, str], set[str]], tick: int, agent: str) -> set[str]:
+        """What the log says `agent` perceived at the last visibility moment <= `tick`."""
+        before = [t for t in vis_ticks if t <= tick]
+        return table.get((before[-1], agent), set()) if before else set()
+
+    kills = {ev.victim: ev.pos for ev in events if isinstance(ev, Kill)}
+    snapshots = [ev for ev in events if isinstance(ev, Positions)]
+    traces = [ev for ev in events if isinstance(ev, Trace)]
+
+    def poses(tick: int) -> dict[str, tuple[tuple[float, float, float], float]]:
+        """Everyone's (position, yaw) at a tick, as the log records it (the last snapshot
+        of that tick, else a trace sample, else the last snapshot before it)."""
+        exact = [p for p in snapshots if p.tick == tick]
+        if exact:
+            return {a: (s.pos, s.yaw) for a, s in exact[-1].players.items()}
+        for t in traces:
+            if tick in t.ticks:
+                i = t.ticks.index(tick)
+                return {
+                    a: ((xs[i][0], xs[i][1], xs[i][2]), xs[i][3])
+                    for a, xs in t.players.items()
+                    if i < len(xs)
+                }
+        before = [p for p in snapshots if p.tick <= tick]
+        return {a: (s.pos, s.yaw) for a, s in before[-1].players.items()} if before else {}
+
+    def in_camera(agent: str, at: dict[str, Any], target: tuple[float, float, float]) -> bool:
+        if agent not in at:
+            return False
+        eye, yaw = at[agent]
+        return in_cone(eye, yaw, target) and geometry.can_see(eye, target, ego_range + 1e-6)
+
     leaks: list[str] = []
     checked = 0
     for agent, seen in observations.items():
         mates = sorted(a for a, r in roles.items() if r == "impostor" and a != agent)
-        for obs in seen:
-            view = build_view(obs, "privileged", geometry)
-            expected = mates if roles[agent] == "impostor" else []
-            if sorted(view.teammates) != expected:
-                leaks.append(f"{agent} step {obs.step}: teammates {view.teammates}")
-            for other, s in (view.last_seen or {}).items():
+        expected = mates if roles[agent] == "impostor" else []
+        for mode in ("ego", "privileged"):
+            knowledge = Knowledge(
+                mode, geometry, ego_range=ego_range, privileged_radius=privileged_radius
+            )
+            for raw in seen:
+                view = knowledge.view(knowledge.update(raw))
+                where = f"{agent} ({mode}) step {raw.step}"
+                if sorted(view.teammates) != expected:
+                    leaks.append(f"{where}: teammates {view.teammates}")
+                if mode == "ego":
+                    now = poses(raw.tick)
+                    if view.rooms is not None or view.last_seen is not None or view.tasks:
+                        leaks.append(f"{where}: the ego view holds privileged fields")
+                    for other in view.in_view:
+                        checked += 1
+                        truth = now.get(other)
+                        if truth is None or not in_camera(agent, now, truth[0]):
+                            leaks.append(f"{where}: names {other} outside the field of view")
+                    for victim, v in view.bodies_in_view.items():
+                        checked += 1
+                        body = kills.get(victim, v.pos)
+                        if not in_camera(agent, now, body):
+                            leaks.append(f"{where}: names {victim}'s body outside the view")
+                    for other, s in view.seen_before.items():
+                        checked += 1
+                        then = poses(s.tick)
+                        truth = then.get(other)
+                        if truth is None or not in_camera(agent, then, truth[0]):
+                            leaks.append(
+                                f"{where}: remembers {other} at step {s.step} outside the "
+                                "field of view"
+                            )
+                        elif math.dist(truth[0], s.pos) > 1e-6:
+                            leaks.append(f"{where}: wrong position of {other}")
+                else:
+                    for other, s in (view.last_seen or {}).items():
+                        checked += 1
+                        then = poses(s.tick)
+                        truth = then.get(other)
+                        mine = then.get(agent)
+                        if s.tick > raw.tick or truth is None:
+                            leaks.append(f"{where}: no record of {other} at step {s.step}")
+                        elif math.dist(truth[0], s.pos) > 1e-6:
+                            leaks.append(f"{where}: wrong position of {other}")
+                        elif other not in perceived(seen_by, s.tick, agent) and (
+                            mine is None or math.dist(mine[0], s.pos) > privileged_radius
+                        ):
+                            leaks.append(f"{where}: never saw {other} at step {s.step}")
+                    for victim, s in (view.bodies_seen or {}).items():
+                        checked += 1
+                        if victim not in perceived(bodies_by, s.tick, agent):
+                            leaks.append(f"{where}: never saw {victim}'s body")
+                text = view.to_text()
+                for other, role in roles.items():
+                    if (
+                        other != agent
+                        and other not in expected
+                        and (
+                            f"{other.capitalize()}, a {role}" in text
+                            or f"{other.capitalize()}, an {role}" in text
+                            or f"{other} is {role}" in text
+                            or f"{other} is an {role}" in text
+                        )
+                    ):
+                        leaks.append(f"{where}: the view names {other}'s role")
+    # What was actually sent: an ego decision's logged view text may name in view only
+    # players inside the camera cone at the decision's tick.
+    for ev in events:
+        if not isinstance(ev, Decision) or ev.spec.get("state") != "ego" or not ev.view_text:
+            continue
+        now = poses(ev.tick)
+        for line in ev.view_text.splitlines():
+            if not line.startswith(("In view now: ", "Bodies in view now: ")):
+                continue
+            bodies_line = line.startswith("Bodies")
+            for name in re.findall(r"([A-Z][a-z]+) \(", line.partition(": ")[2]):
+                who = name.lower()
                 checked += 1
-                if s.step > obs.step or other not in vis[s.step].sees.get(agent, []):
-                    leaks.append(f"{agent} step {obs.step}: never saw {other} at step {s.step}")
-                elif pos[s.step].players[other].pos != s.pos:
-                    leaks.append(f"{agent} step {obs.step}: wrong position of {other}")
-            for victim, s in (view.bodies_seen or {}).items():
-                checked += 1
-                if victim not in vis[s.step].bodies.get(agent, []):
-                    leaks.append(f"{agent} step {obs.step}: never saw {victim}'s body")
-            text = view.to_text()
-            for other, role in roles.items():
-                if (
-                    other != agent
-                    and other not in expected
-                    and (f"{other.capitalize()}, a {role}" in text or f"{other} is {role}" in text)
-                ):
-                    leaks.append(f"{agent} step {obs.step}: the view names {other}'s role")
+                pose = now.get(who)
+                target = kills.get(who) if bodies_line else (pose[0] if pose else None)
+                if target is None or not in_camera(ev.agent, now, target):
+                    what = f"{who}'s body" if bodies_line else who
+                    leaks.append(
+                        f"{ev.agent} (ego, sent) step {ev.step}: names {what} outside the "
+                        "field of view"
+                    )
     return leaks, checked
 
 

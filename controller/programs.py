@@ -249,7 +249,9 @@ def compile_program(
     """
     rules = engine.rules
     steps: list[LowStep] = []
+    previous: object = None
     for action in program.actions:
+        after_task, previous = isinstance(previous, UseStation), action
         if isinstance(action, GoTo):
             if action.room is not None:
                 steps.append(GotoStep(pos=geometry.room_center(action.room), range=1.5))
@@ -262,6 +264,11 @@ def compile_program(
                 FollowStep(agent=action.agent, distance=action.distance, ticks=action.ticks)
             )
         elif isinstance(action, Look):
+            if action.behind and after_task:
+                # At a station the player faces its wall; `use_station` already ends
+                # turned into the room, which is what looking behind means there.
+                # Turning another 180 degrees would face the wall again.
+                continue
             if action.behind:
                 steps.append(TurnStep(yaw=180.0))
             else:

@@ -10,11 +10,13 @@ fallback), an infrastructure failure is recorded apart from the model's behaviou
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 from controller.agents.base import AgentDecision
-from controller.observation import Observation
-from controller.views import build_view
+from controller.observation import ChatEntry, Observation, OwnAction
+from controller.views import Knowledge, meeting_summary
 from harness_aria.backends.base import Backend
 from harness_aria.memory import MEMORIES, Memory
 from harness_aria.modules import MODULES, Module, ModuleResult
@@ -26,6 +28,19 @@ from harness_aria.reflection import MeetingReflection, NoReflection, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 from world.geometry import ShipGeometry
+
+
+@dataclass(frozen=True)
+class _Program:
+    """The program this agent sent last, kept to see at the next step what it achieved."""
+
+    module: str
+    actions: list[dict[str, Any]]
+    step: int
+    room: str
+    kill_ready: bool
+    tasks_done: frozenset[int]
+    dead: frozenset[str]
 
 
 class AriaAgent:
@@ -71,9 +86,15 @@ class AriaAgent:
             MeetingReflection(spec.skill_cap) if spec.reflection == "on" else NoReflection()
         )
         self.modules: dict[str, Module] = {name: make() for name, make in MODULES.items()}
+        self.knowledge = Knowledge(
+            spec.state,
+            geometry,
+            ego_range=spec.ego_range,
+            privileged_radius=spec.privileged_radius,
+        )
         self.last_phase = "free_roam"
-        self.last_choice: tuple[str, list[dict[str, Any]]] | None = None
-        self.last_tasks_done = 0
+        self.last_program: _Program | None = None
+        self.meeting_chat: list[ChatEntry] = []
         self.surveil_next = False
 
     def describe(self) -> dict[str, Any]:
@@ -97,9 +118,17 @@ class AriaAgent:
 
     def _allowed(self, obs: Observation) -> list[str]:
         allowed = []
-        if obs.role == "impostor" and obs.kill_ready:
+        # `obs` is the filtered observation: an ego impostor is offered KILL only with a
+        # crewmate in its field of view; a privileged one with one in sight all around
+        # or on the roster (known within the privileged radius).
+        prey = [
+            a
+            for a in {**obs.visible_players, **obs.roster}
+            if a not in obs.teammates and a != obs.agent and a not in obs.known_dead
+        ]
+        if obs.role == "impostor" and obs.kill_ready and prey:
             allowed.append("KILL")
-        if obs.visible_bodies:
+        if obs.visible_bodies:  # the filtered observation: ego offers REPORT only in view
             allowed.append("REPORT")
         if obs.emergency_ready:
             allowed.append("EMERGENCY")
@@ -110,24 +139,30 @@ class AriaAgent:
             allowed.append("SURVEILLANCE")
         return allowed
 
-    async def decide(self, obs: Observation) -> AgentDecision:
+    async def decide(self, raw: Observation) -> AgentDecision:
         """Plan, run the chosen module, and return the program with its records."""
+        # Every component works from the filtered observation only: the raw one is not
+        # reachable from the toolkit, so no module can see past the state mode.
+        obs = self._own_actions(self.knowledge.update(raw), raw)
         self.memory.observe(obs)
-        view = build_view(obs, self.spec.state, self.geometry)
+        view_text = self.knowledge.view(obs).to_text()
         tk = Toolkit(
             spec=self.spec,
             backend=self.backend,
             geometry=self.geometry,
             persona=self._persona(obs),
             obs=obs,
-            view_text=view.to_text(),
+            view_text=view_text,
             memory=self.memory,
             skills_text=self.reflector.skills_text(),
             plan_text=self.planner.plan_text,
         )
         self._learn(obs)
+        if obs.meeting_chat:
+            self.meeting_chat = list(obs.meeting_chat)
         if obs.phase == "free_roam" and self.last_phase == "voting":
-            await self.reflector.after_meeting(tk)
+            await self.reflector.after_meeting(tk, self._recap(obs))
+            self.meeting_chat = []
         self.last_phase = obs.phase
         module, choice = "", Choice(module="")
         result: ModuleResult
@@ -158,29 +193,166 @@ class AriaAgent:
                     )
                 else:
                     module, choice = picked.module, picked
+                    # Modules see this step's choice, not the plan of the step before.
+                    tk.plan_text = self._plan_text(picked)
                     result = await self.modules[module].run(tk, choice)
+            result = self._within_view(obs, module, result)
             self.surveil_next = any(
                 a.get("op") == "look" and a.get("behind") for a in result.actions
             )
-        self.memory.record(obs.step, module, result.memo or result.reasoning)
-        if result.actions:
-            self.last_choice = (module, result.actions)
-        return self._decision(tk, module, result, choice)
+        self.memory.record(obs.step, module, self._memo(module, result, tk.impostor))
+        self.last_program = (
+            _Program(
+                module=module,
+                actions=list(result.actions),
+                step=obs.step,
+                room=obs.room,
+                kill_ready=obs.kill_ready,
+                tasks_done=frozenset(obs.tasks_done),
+                dead=frozenset(obs.known_dead),
+            )
+            if result.actions and not result.invalid
+            else None
+        )
+        return self._decision(tk, module, result, choice, view_text)
+
+    def _within_view(self, obs: Observation, module: str, result: ModuleResult) -> ModuleResult:
+        """Ego: a program may not follow a player out of view, since the world would lead
+        the bot to where the server knows that player is. Such a program is invalid
+        (recorded with its reason), never rewritten into another move."""
+        if self.spec.state != "ego" or result.invalid:
+            return result
+        unseen = [
+            str(a.get("agent"))
+            for a in result.actions
+            if a.get("op") == "follow" and a.get("agent") not in obs.visible_players
+        ]
+        if not unseen:
+            return result
+        return ModuleResult(
+            reasoning=result.reasoning,
+            narration=result.narration,
+            invalid=f"{module}: follow {unseen[0]}, who is not in view (ego state)",
+            memo=f"could not follow {unseen[0]}: not in view",
+        )
+
+    @staticmethod
+    def _memo(module: str, result: ModuleResult, impostor: bool) -> str:
+        """What memory records of this decision: what was set in motion, not its outcome
+        (a task may time out or be interrupted; the outcome arrives as an own action)."""
+        station = next(
+            (a.get("station") for a in result.actions if a.get("op") == "use_station"), None
+        )
+        if module == "MISSION" and station is not None and not result.invalid:
+            aim = "fake a task" if impostor else "do my task"
+            return f"set off to station {station} to {aim}"
+        return result.memo or result.reasoning
+
+    def _plan_text(self, choice: Choice) -> str:
+        line = f"This step you chose {choice.module}" + (
+            f" with target {choice.target}." if choice.target else "."
+        )
+        return "\n".join(t for t in (self.planner.plan_text, line) if t)
+
+    def _own_actions(self, known: Observation, raw: Observation) -> Observation:
+        """Add the outcomes of this agent's last program that the observation does not
+        state itself: a task finished (its station is now done) and a kill (the target
+        is newly dead and this agent's kill cooldown restarted)."""
+        last = self.last_program
+        if last is None:
+            return known
+        have = {(a.kind, a.station, a.target) for a in raw.own_actions}
+        added: list[OwnAction] = []
+        for station in sorted(set(raw.tasks_done) - last.tasks_done):
+            if not any(k == "task_done" and s == station for k, s, _ in have):
+                added.append(
+                    OwnAction(
+                        step=last.step,
+                        tick=raw.tick,
+                        kind="task_done",
+                        station=station,
+                        room=self.geometry.station_room(station),
+                    )
+                )
+        for a in last.actions:
+            target = a.get("target")
+            if (
+                a.get("op") == "kill"
+                and isinstance(target, str)
+                and target in raw.known_dead
+                and target not in last.dead
+                and last.kill_ready
+                and not raw.kill_ready
+                and ("killed", None, target) not in have
+            ):
+                added.append(
+                    OwnAction(
+                        step=last.step,
+                        tick=raw.tick,
+                        kind="killed",
+                        target=target,
+                        room=known.dead_bodies_rooms.get(target),
+                    )
+                )
+        if not added:
+            return known
+        return known.model_copy(update={"own_actions": [*known.own_actions, *added]})
 
     def _learn(self, obs: Observation) -> None:
-        """Skill memory: a task finished since the last step is a program that worked."""
-        done = len(obs.tasks_done)
-        if done > self.last_tasks_done and self.last_choice is not None:
-            module, actions = self.last_choice
-            self.reflector.succeeded(
-                situation=f"a pending task near {obs.room}",
-                behavior=f"{module}: {actions}",
-                outcome="task completed",
-            )
-        self.last_tasks_done = done
+        """Skill memory: a program of this agent's that achieved its aim becomes a skill
+        (a crewmate's finished task; an impostor's kill, stalk, walk or fake task)."""
+        last = self.last_program
+        if last is None:
+            return
+        behavior = f"{last.module}: {last.actions}"
+        situation = f"{last.module} from {last.room} at step {last.step}"
+        outcomes = [
+            f"killed {a.target}" for a in obs.own_actions if a.kind == "killed" and a.target
+        ]
+        outcomes += [
+            f"task at station {a.station} completed"
+            for a in obs.own_actions
+            if a.kind == "task_done" and obs.role == "crewmate"
+        ]
+        if obs.role == "impostor" and not outcomes:
+            aim = self._aim_reached(last, obs)
+            if aim:
+                outcomes.append(aim)
+        for outcome in outcomes:
+            self.reflector.succeeded(situation=situation, behavior=behavior, outcome=outcome)
+
+    def _aim_reached(self, last: _Program, obs: Observation) -> str:
+        """What an impostor's last program set out to do and did ('' if it did not)."""
+        for a in last.actions:
+            op = a.get("op")
+            if op == "follow" and isinstance(agent := a.get("agent"), str):
+                seen = obs.visible_players.get(agent)
+                if seen is not None and math.dist(obs.pos, seen) <= self.spec.kill_defer_distance:
+                    return f"caught up with {agent}"
+            elif op == "go_to" and a.get("room") == obs.room != last.room:
+                return f"reached {obs.room}"
+            elif op == "use_station" and isinstance(station := a.get("station"), int):
+                if obs.room == self.geometry.station_room(station):
+                    return f"faked a task at station {station} in {obs.room}"
+            elif op in ("report", "press_button") and obs.phase == "meeting":
+                return "called a meeting"
+        return ""
+
+    def _recap(self, obs: Observation) -> str:
+        """The meeting that just ended, for reflection: its whole chat, votes, outcome."""
+        lines = ["The meeting you are reflecting on:"]
+        if obs.past_meetings:
+            lines.append(f"  {meeting_summary(obs.past_meetings[-1])}")
+        lines.append("Its whole chat:")
+        lines += [
+            f"  {'[Server]' if c.kind == 'server' else '<' + (c.speaker or '?').capitalize() + '>'}"
+            f" {c.text}"
+            for c in [*self.meeting_chat, *(c for c in obs.chat if c.kind == "server")]
+        ] or ["  (nothing was said)"]
+        return "\n".join(lines)
 
     def _decision(
-        self, tk: Toolkit, module: str, result: ModuleResult, choice: Choice
+        self, tk: Toolkit, module: str, result: ModuleResult, choice: Choice, view_text: str
     ) -> AgentDecision:
         calls = [c.model_dump() for c in tk.calls]
         infra = ""
@@ -201,4 +373,5 @@ class AriaAgent:
             infrastructure=infra,
             calls=calls,
             spec=self.spec.model_dump(),
+            view_text=view_text,
         )

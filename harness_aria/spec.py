@@ -20,8 +20,10 @@ class AriaSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     state: Literal["ego", "privileged"] = "privileged"
-    """`ego`: frame, own position, scoreboard and chat only; `privileged`: plus map, own
-    tasks, last-known positions of players seen and bodies seen, as text."""
+    """`ego`: only what the camera's field of view shows (cone, line of sight,
+    `ego_range`) in every channel, plus public facts; `privileged`: plus the map, own task
+    locations, everything in sight all around and the roster's last-known positions
+    within `privileged_radius` (see `controller.views`)."""
     memory: Literal["window", "semantic"] = "semantic"
     """`window`: the last `window_k` steps; `semantic`: a belief table per player."""
     planning: Literal["reactive", "hierarchical"] = "reactive"
@@ -31,6 +33,12 @@ class AriaSpec(BaseModel):
     """`on`: reflection after each meeting and a skill memory of programs that worked."""
     prompt: Literal["deterministic", "minimal"] = "minimal"
     """`deterministic`: tactics spelled out; `minimal`: rules and output format only."""
+    ego_range: float = Field(default=12.0, gt=0)
+    """Ego: how far (blocks) the field of view reaches in what the agent is told; the
+    observation carries nothing beyond the rules' `vision_radius` (12 by default)."""
+    privileged_radius: float = Field(default=96.0, gt=0)
+    """Privileged: how far (blocks) from the agent the roster reports positions (the
+    reference's server entity view, about 96 blocks)."""
     window_k: int = Field(default=10, ge=1, le=50)
     """Steps kept by window memory (the prompt shows the last 5)."""
     replan_every: int = Field(default=5, ge=1)

@@ -42,7 +42,14 @@ class Choice:
 
 @dataclass
 class Toolkit:
-    """The agent's services for one decision: model calls with logging, and context."""
+    """The agent's services for one decision: model calls with logging, and context.
+
+    `obs` is the agent's filtered observation (`controller.views.Knowledge.update`):
+    everything a planner, module or reflector reads about the game comes from it, so
+    what the state mode hides is out of every component's reach. `view_text` is that
+    observation's state view; `plan_text` is the planner's current choice once it is
+    made.
+    """
 
     spec: AriaSpec
     backend: Backend

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from controller.observation import Observation
+from controller.observation import Observation, OwnAction
 
 
 class Memory(Protocol):
@@ -33,3 +33,29 @@ class Memory(Protocol):
     def text(self) -> str:
         """The memory as prompt text."""
         ...
+
+
+def describe_action(a: OwnAction) -> str:
+    """One of the agent's own actions in its own words (what memory records)."""
+    where = f" in {a.room}" if a.room else ""
+    station = f"station {a.station}"
+    detail = f" ({a.detail})" if a.detail else ""
+    if a.kind == "moved":
+        return f"I walked{where}{detail}"
+    if a.kind == "task_started":
+        return f"I started the task at {station}{where}"
+    if a.kind == "task_done":
+        return f"I finished the task at {station}{where}"
+    if a.kind == "task_interrupted":
+        return f"my task at {station} was interrupted, not finished{detail}"
+    if a.kind == "killed":
+        return f"I killed {a.target}{where}"
+    if a.kind == "reported":
+        return f"I reported {a.target}'s body{where}"
+    if a.kind == "pressed_button":
+        return "I pressed the emergency button"
+    if a.kind == "spoke":
+        return f"I said{detail}"
+    if a.kind == "voted":
+        return f"I voted {a.target or 'to abstain'}"
+    return f"my program ended{detail}"

@@ -8,8 +8,11 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from controller.observation import Observation
+from harness_aria.memory.base import describe_action
 
 NOTES_PER_PLAYER = 10
+OWN_ACTIONS_KEPT = 10
+OWN_ACTIONS_SHOWN = 6
 NEAR_BODY = 6.0
 ACCUSING = re.compile(r"\b(suspect|sus|vote|saw|killed|lying|liar)\b", re.I)
 
@@ -34,14 +37,18 @@ class SemanticMemory:
         self.beliefs: dict[str, Belief] = {}
         self.meetings: deque[str] = deque(maxlen=3)
         self.facts: deque[tuple[int, str]] = deque(maxlen=k)
+        self.actions: deque[tuple[int, str]] = deque(maxlen=OWN_ACTIONS_KEPT)
         self.me = ""
 
     def _belief(self, player: str) -> Belief:
         return self.beliefs.setdefault(player, Belief())
 
     def observe(self, obs: Observation) -> None:
-        """Update beliefs from sightings near bodies and from meeting speech."""
+        """Update beliefs from sightings near bodies and from meeting speech; keep the
+        agent's own actions (route, tasks, kills)."""
         self.me = obs.agent
+        for a in obs.own_actions:
+            self.actions.append((a.step, describe_action(a)))
         for victim, body in obs.visible_bodies.items():
             for other, pos in obs.visible_players.items():
                 if other not in obs.teammates and math.dist(pos, body) <= NEAR_BODY:
@@ -91,6 +98,9 @@ class SemanticMemory:
         if self.meetings:
             lines.append("Meetings so far:")
             lines += [f"  {m}" for m in self.meetings]
+        if self.actions:
+            lines.append("What you did:")
+            lines += [f"  step {s}: {t}" for s, t in list(self.actions)[-OWN_ACTIONS_SHOWN:]]
         if self.facts:
             lines.append("Notes:")
             lines += [f"  step {s}: {t}" for s, t in list(self.facts)[-5:]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 
 from controller.observation import Observation
+from harness_aria.memory.base import describe_action
 
 SHOWN = 5
 
@@ -27,12 +28,22 @@ class WindowMemory:
             self.entries.popleft()
 
     def observe(self, obs: Observation) -> None:
-        """Keep the chat and who was in sight."""
+        """Keep the agent's own actions, the chat and who was in sight.
+
+        `obs` is the agent's filtered observation (`controller.views.Knowledge`), so an
+        ego agent remembers only what its camera showed.
+        """
+        for a in obs.own_actions:
+            self._add(a.step, describe_action(a))
         for c in obs.chat:
             who = "[Server]" if c.kind == "server" else (c.speaker or "?").capitalize()
             self._add(obs.step, f"{who}: {c.text}")
-        if obs.visible_players:
-            seen = ", ".join(f"{a} in {obs.room}" for a in sorted(obs.visible_players))
+        # Meeting seats say nothing about where anyone was: only free-roam sightings.
+        if obs.visible_players and obs.phase == "free_roam":
+            seen = ", ".join(
+                f"{a} in {s.room if (s := obs.last_seen.get(a)) else obs.room}"
+                for a in sorted(obs.visible_players)
+            )
             self._add(obs.step, f"saw {seen}")
         for victim in sorted(obs.visible_bodies):
             self._add(obs.step, f"saw {victim}'s body")

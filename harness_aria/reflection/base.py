@@ -25,8 +25,13 @@ class Reflector(Protocol):
         """The last skills, as prompt text (empty when reflection is off)."""
         ...
 
-    async def after_meeting(self, tk: Toolkit) -> None:
-        """Reflect on the meeting that just ended."""
+    async def after_meeting(self, tk: Toolkit, recap: str) -> None:
+        """Reflect on the meeting that just ended.
+
+        Args:
+            tk: The decision's toolkit.
+            recap: That meeting's whole chat, its votes and its outcome, as text.
+        """
         ...
 
     def succeeded(self, situation: str, behavior: str, outcome: str) -> None:

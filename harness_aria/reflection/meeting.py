@@ -29,9 +29,9 @@ class MeetingReflection:
         ]
         return "\n".join(lines)
 
-    async def after_meeting(self, tk: Toolkit) -> None:
+    async def after_meeting(self, tk: Toolkit, recap: str) -> None:
         """Insights into memory, suspicion deltas (clamped to ±0.3), one observed skill."""
-        answer = await tk.ask("reflection", tk.prompt("reflection"))
+        answer = await tk.ask("reflection", tk.prompt("reflection"), extra=recap)
         if answer is None:
             return
         insight = text(answer, "insights")

@@ -12,7 +12,7 @@ class NoReflection:
         """No skills."""
         return ""
 
-    async def after_meeting(self, tk: Toolkit) -> None:
+    async def after_meeting(self, tk: Toolkit, recap: str) -> None:
         """No reflection."""
 
     def succeeded(self, situation: str, behavior: str, outcome: str) -> None:

@@ -12,10 +12,11 @@ from controller.agents.recording import RecordingAgent
 from controller.agents.scripted import ScriptedAgent
 from controller.checks import view_leaks
 from controller.config import GameConfig, resolve_config
-from controller.events import ServerMessage, Speech, read_events
+from controller.events import Decision, Positions, ServerMessage, Speech, read_events
 from controller.game import Game
 from controller.observation import FRAME_SHAPE, Observation, Sighting
-from controller.views import build_view
+from controller.perception import in_cone
+from controller.views import Knowledge
 from controller.worlds.base import Seat
 from controller.worlds.fake import FakeWorld
 from world.geometry import ShipGeometry, yaw_towards
@@ -50,6 +51,26 @@ def play(config: GameConfig, out: Path, say: dict[str, str] | None = None) -> di
 
 def config(seed: int, **extra: Any) -> GameConfig:
     return resolve_config("quick", overrides={"seed": seed, **extra})
+
+
+def behind_someone(agents: dict[str, Recorder], events: list[Any]) -> tuple[str, Any, str, Any]:
+    """An observation in which, per the log, another living player stood in range and in
+    line of sight but outside the agent's camera cone: (agent, obs, other, other's pos)."""
+    snapshots = [ev for ev in events if isinstance(ev, Positions)]
+    for agent, rec in agents.items():
+        for obs in rec.seen:
+            at = [p for p in snapshots if p.tick == obs.tick]
+            if not at or obs.phase != "free_roam":
+                continue
+            for other, snap in at[-1].players.items():
+                if (
+                    other != agent
+                    and snap.status == "alive"
+                    and GEOMETRY.can_see(obs.pos, snap.pos, 12.0)
+                    and not in_cone(obs.pos, obs.yaw, snap.pos)
+                ):
+                    return agent, obs, other, snap.pos
+    raise AssertionError("no observation had a player behind the agent")
 
 
 def test_observation_schema_and_frames(tmp_path: Path) -> None:
@@ -114,9 +135,10 @@ def test_player_cannot_forge_server_events(tmp_path: Path) -> None:
     raise AssertionError("no seed produced a meeting in which the forger spoke")
 
 
-def test_privileged_views_never_leak(tmp_path: Path) -> None:
-    """Every fact in every privileged view was perceivable: checked against the log."""
+def test_views_never_leak(tmp_path: Path) -> None:
+    """Every fact in every ego and privileged view was perceivable: checked against the log."""
     total = 0
+    narrowed = 0
     for seed in (2, 3, 5):
         out = tmp_path / str(seed)
         agents = play(config(seed), out)
@@ -126,25 +148,74 @@ def test_privileged_views_never_leak(tmp_path: Path) -> None:
         assert leaks == []
         total += checked
         for rec in agents.values():
+            ego, priv = Knowledge("ego", GEOMETRY), Knowledge("privileged", GEOMETRY)
             for obs in rec.seen:
-                ego = build_view(obs, "ego", GEOMETRY)
-                assert ego.rooms is None and ego.last_seen is None and ego.tasks is None
-                assert ego.bodies_seen is None
+                view = ego.view(ego.update(obs))
+                assert view.rooms is None and view.last_seen is None and view.tasks is None
+                assert view.bodies_seen is None and view.roster is None
+                wide = priv.view(priv.update(obs))
+                assert set(view.in_view) <= set(wide.in_view)
+                narrowed += len(wide.in_view) - len(view.in_view)
     assert total > 50
+    assert narrowed > 0  # the cone drops players the 360-degree disc holds
 
 
-def test_leak_check_catches_a_leak(tmp_path: Path) -> None:
+def test_leak_check_catches_a_forged_privileged_sighting(tmp_path: Path) -> None:
     agents = play(config(3, rules={"max_steps": 4}), tmp_path)
     events = read_events(tmp_path / "events.jsonl")
     obs = agents["red"].seen[-1]
-    other = next(a for a in obs.players if a != "red")
+    other = next(a for a in obs.players if a != "red" and a not in obs.visible_players)
     forged = obs.model_copy(
         update={
-            "last_seen": {
-                **obs.last_seen,
-                other: Sighting(step=0, tick=0, pos=(-40.0, 65.0, 40.0), room="electrical"),
+            "roster": {
+                other: Sighting(step=obs.step, tick=obs.tick, pos=(-40.0, 65.0, 40.0), room="x")
             }
         }
     )
     leaks, _ = view_leaks({"red": [forged]}, events, GEOMETRY)
-    assert leaks and other in leaks[0]
+    assert leaks and any(other in leak and "privileged" in leak for leak in leaks)
+
+
+def test_leak_check_catches_an_ego_view_naming_a_player_behind(tmp_path: Path) -> None:
+    """A stale heading (the builder's yaw from before a turn) puts a player who, per the
+    log, stood behind the agent into its ego view: the check sees it outside the cone."""
+    agents = play(config(3, rules={"max_steps": 6}), tmp_path)
+    events = read_events(tmp_path / "events.jsonl")
+    assert view_leaks({a: r.seen for a, r in agents.items()}, events, GEOMETRY)[0] == []
+    agent, obs, other, pos = behind_someone(agents, events)
+    stale = obs.model_copy(
+        update={
+            "yaw": yaw_towards(obs.pos, pos),
+            "visible_players": {**obs.visible_players, other: pos},
+        }
+    )
+    leaks, _ = view_leaks({agent: [stale]}, events, GEOMETRY)
+    assert any(
+        f"names {other} outside the field of view" in leak and "(ego)" in leak for leak in leaks
+    ), leaks
+
+
+def test_leak_check_reads_what_an_ego_agent_was_sent(tmp_path: Path) -> None:
+    """A logged ego `decision.view_text` naming a player behind the agent is a leak; the
+    text the filter renders for the same observation is not."""
+    agents = play(config(3, rules={"max_steps": 6}), tmp_path)
+    events = read_events(tmp_path / "events.jsonl")
+    agent, obs, other, _ = behind_someone(agents, events)
+    knowledge = Knowledge("ego", GEOMETRY)
+    honest = knowledge.view(knowledge.update(obs)).to_text()
+    sent = Decision(
+        step=obs.step,
+        tick=obs.tick,
+        agent=agent,
+        phase="free_roam",
+        spec={"state": "ego"},
+        view_text=honest,
+    )
+    assert view_leaks({}, [*events, sent], GEOMETRY)[0] == []
+    forged = sent.model_copy(
+        update={"view_text": f"In view now: {other.capitalize()} (3.0 blocks, ahead)"}
+    )
+    leaks, _ = view_leaks({}, [*events, forged], GEOMETRY)
+    assert leaks == [
+        f"{agent} (ego, sent) step {obs.step}: names {other} outside the field of view"
+    ]

@@ -90,8 +90,15 @@ def test_state_axis_changes_what_is_sent(tmp_path: Path) -> None:
     _, ego, _ = play(tmp_path / "e", AriaSpec(state="ego"), rules={"max_steps": 2})
     _, priv, _ = play(tmp_path / "p", AriaSpec(state="privileged"), rules={"max_steps": 2})
     ego_text, priv_text = "\n".join(ego.texts("planner")), "\n".join(priv.texts("planner"))
-    for marker in ("Map (room: connected rooms)", "Your tasks:", "Players you have seen"):
+    for marker in (
+        "Map (room: connected rooms)",
+        "Your tasks:",
+        "Players you have seen (roster",
+        "In sight now:",
+    ):
         assert marker in priv_text and marker not in ego_text
+    assert "In view now:" in ego_text and "In view now:" not in priv_text
+    assert "never seen" not in ego_text
 
 
 def test_memory_axis_changes_what_is_sent(tmp_path: Path) -> None:
