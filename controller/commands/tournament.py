@@ -146,7 +146,10 @@ def _executor(
     args: argparse.Namespace, workers: int, cpus: float, memory_gb: float, out: Path
 ) -> Executor:
     if args.backend == "ray":
-        from controller.tournament.ray_backend import RayExecutor
+        try:
+            from controller.tournament.ray_backend import RayExecutor
+        except ImportError as exc:
+            raise ImportError(f"{exc}; install it with pip install 'mineamongus[ray]'") from exc
 
         return RayExecutor(
             out,
