@@ -50,6 +50,9 @@ EXIT_INCOMPLETE = 1  # games left invalid or failed after their retries
 EXIT_PAUSED = 3  # quota, credentials or --max-cost: fix, then run the same command
 EXIT_INTERRUPTED = 130
 
+PLAY_REFUSED = 2
+"""Exit code of `mineamongus play` when it refuses its configuration or credentials."""
+
 
 @dataclass
 class RunOptions:
@@ -170,6 +173,10 @@ def classify(folder: Path, report: ProcessReport | None, error: str) -> tuple[st
         return "failed", error or "the game could not start", cost
     if report.timed_out:
         return "failed", "no end within the game time limit (killed)", cost
+    if summary is None and report.returncode == PLAY_REFUSED:
+        # `play` refused before any server started (a missing API key, a bad base URL or
+        # map): every other game would be refused alike, so pause instead of burning them.
+        return "paused", f"the game refused to start: {log_tail(folder)}", cost
     if summary is None:
         return "failed", f"exit code {report.returncode}, no summary.json: {log_tail(folder)}", cost
     status = summary.get("status")

@@ -79,8 +79,12 @@ class ScriptedExecutor:
                 summary = json.loads((self.record / "summary.json").read_text())
                 summary.update(seed=job.data["seed"], **over)
                 (folder / "summary.json").write_text(json.dumps(summary))
+            refused = over is not None and over.get("refused", False)
+            if refused:
+                (folder / "summary.json").unlink()
+                (folder / "play.log").write_text("mineamongus: OPENAI_API_KEY is not set\n")
             report = ProcessReport(
-                returncode=0 if over and over.get("status", "ok") == "ok" else 1,
+                returncode=2 if refused else 0 if over and over.get("status", "ok") == "ok" else 1,
                 timed_out=False,
                 wall_s=1.0,
                 host="here",
@@ -212,6 +216,17 @@ def test_exhausted_quota_pauses_the_run_and_the_same_command_resumes(
     assert sorted(ex2.started) == ["a/seed2", "b/seed1", "b/seed2"]
     m = read_manifest(tmp_path / "study")
     assert m is not None and m.paused is None
+
+
+def test_refused_credentials_pause_instead_of_failing_every_game(
+    tmp_path: Path, fake_record: Path
+) -> None:
+    code, _runner, ex, _notes = _run(tmp_path, fake_record, lambda j, k: {"refused": True})
+    assert code == EXIT_PAUSED
+    assert ex.started == ["a/seed1"]
+    m = read_manifest(tmp_path / "study")
+    assert m is not None and m.paused and "OPENAI_API_KEY" in m.paused
+    assert m.games["a/seed1"].status == "pending"
 
 
 def test_max_cost_stops_new_games_before_measured_spend_passes_it(
