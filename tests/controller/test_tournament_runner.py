@@ -349,3 +349,26 @@ def test_status_counts_impostor_wins_from_the_records(tmp_path: Path, fake_recor
     assert {r.arm: r for r in arm_status(out, m)}["b"].impostor_wins == 1
     table = format_status(arm_status(out, m))
     assert "95% Wilson" in table and "100.0%" in table
+
+
+def test_progress_is_a_live_table_or_plain_lines(tmp_path: Path, fake_record: Path) -> None:
+    import io
+
+    from controller.tournament.display import Progress
+
+    _run(tmp_path, fake_record, lambda j, k: {"cost_usd": 0.25}, seeds=[1])
+    m = read_manifest(tmp_path / "study")
+    assert m is not None
+    plain = io.StringIO()
+    with Progress(2, stream=plain, live=False) as p:
+        p.update(m, 0)
+        p.note("a/seed1: invalid (x); retrying with the same seed")
+    text = plain.getvalue()
+    assert "2/2 done, 0 running" in text and "spent $0.50" in text and "ETA 0s" in text
+    assert "retrying" in text
+    live = io.StringIO()
+    with Progress(2, stream=live, live=True) as p:
+        p.update(m, 0)
+    drawn = live.getvalue()
+    assert "t: 2/2 done" in drawn
+    assert "a" in drawn and "1/1" in drawn
