@@ -3,6 +3,7 @@ killed with SIGKILL and resumed, result tables, status, and the same games on Ra
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import yaml
 
 from controller.checks import log_violations, rule_events
 from controller.cli import main
+from controller.config import resolve_config
 from controller.events import read_events
 from controller.tournament.capacity import Capacity
 from controller.tournament.manifest import read_manifest
@@ -87,6 +89,18 @@ def test_killed_runner_resumes_to_every_game_exactly_once(study: Path) -> None:
     assert restarted >= 1, "the kill interrupted no game"
     recorded = [p for e in m.games.values() for a in e.attempts for p in a.processes]
     assert recorded and not [p for p in recorded if _alive(p[0], p[1])]
+
+
+def test_each_game_is_what_play_resolves_from_its_config_file(study: Path) -> None:
+    m = read_manifest(study)
+    assert m is not None
+    for e in m.games.values():
+        run = study / e.attempts[-1].run
+        data = yaml.safe_load((run / "game-config.yaml").read_text())
+        assert data["seed"] == e.seed
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["seed"] == e.seed
+        assert summary["config"] == resolve_config("quick", data).model_dump(mode="json")
 
 
 def test_collect_rebuilds_tables_from_the_run_folders(
