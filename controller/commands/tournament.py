@@ -199,6 +199,16 @@ def run(args: argparse.Namespace) -> int:
     with Progress(executor.slots, live=False if args.plain else None) as progress:
         for line in notes:
             progress.note(line)
+        if options.max_cost_usd is not None:
+            unpriced = sorted(
+                {b for a in arms for b in arm_estimate(a, 1, spec.estimate).unknown_prices}
+            )
+            if unpriced:
+                progress.note(
+                    f"warning: no price for {', '.join(unpriced)}: their games record $0 spent, "
+                    "so --max-cost cannot limit them; add their prices to the sides' "
+                    "settings.prices"
+                )
         if args.backend == "local":
             cap = machine_capacity(manifest, r.cpus_per_game, r.memory_gb_per_game)
             if options.workers > cap.games:

@@ -155,6 +155,27 @@ def test_too_many_workers_are_warned_about(
     assert "warning: --workers 3 exceeds what this machine holds" in err
 
 
+def test_max_cost_warns_when_a_model_has_no_price(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    spec = tmp_path / "unpriced.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                **SPEC,
+                "sweep": None,
+                "arms": [{"name": "x", "overrides": {"impostor": {"backend": "openai:no-such"}}}],
+            }
+        )
+    )
+    # The game itself refuses to start without an API key, which pauses the run.
+    code = main(["tournament", str(spec), "--out", str(tmp_path / "s"), "--max-cost", "5"])
+    err = capsys.readouterr().err
+    assert "no price for openai:no-such" in err and "--max-cost cannot limit them" in err
+    assert code == 3 and "paused: " in err and "OPENAI_API_KEY" in err
+
+
 def test_ray_tasks_play_the_same_games_as_local_runs(study: Path, tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
     from controller.tournament.process import GameJob
