@@ -1,0 +1,180 @@
+"""Tournament throughput: the smoke games with 1 worker and with 2 workers.
+
+Runs `configs/experiments/smoke.yaml` (scripted quick games on the embedded server)
+twice through the tournament runner, in fresh study folders, and prints:
+
+- games per hour with 1 and with 2 workers, and their ratio (a line with `ratio`);
+- the runner's own overhead per game: its CPU time (scheduling, manifest writes,
+  process-tree sampling) and the gap between a game's process start and the game's
+  first event (interpreter start-up and imports), in milliseconds;
+- where a game's wall time goes: set-up (server start, map build, bots joining),
+  movement (programs played in the world), rendering (frames), decisions (the
+  slowest agent of each step) and the rest (rules, logging, observation building),
+  from each game's event log and the bot runtime's request timings in `logs/node.log`;
+- the CPU share of each process of a game (python controller, node server and bots,
+  Xvfb) from the runner's process-tree samples.
+
+Run it alone on the machine (it starts real servers):
+
+    flock /tmp/mau-integration.lock python benchmarks/tournament.py [--frames jpg]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from controller.tournament.executors import LocalExecutor  # noqa: E402
+from controller.tournament.manifest import Manifest  # noqa: E402
+from controller.tournament.runner import Runner, RunOptions, open_study  # noqa: E402
+
+SMOKE = ROOT / "configs" / "experiments" / "smoke.yaml"
+_REQUEST = re.compile(r"request \d+ \((\w+)\) done in ([\d.]+) ms")
+SETUP_REQUESTS = {"hello", "start_server", "set_blocks", "connect", "reset", "teleport"}
+MOVE_REQUESTS = {"run_programs"}
+RENDER_REQUESTS = {"render", "render_setup", "prepare_render"}
+
+
+def run_study(spec: Path, out: Path, workers: int) -> tuple[Manifest, float, float]:
+    """Run a study; return its manifest, wall seconds and the runner's CPU seconds."""
+    spec_obj, arms, manifest, _ = open_study(spec, out, extend=False)
+    runner = Runner(
+        out,
+        spec_obj,
+        arms,
+        manifest,
+        LocalExecutor(workers),
+        RunOptions(workers=workers, retries=0, game_timeout_s=spec_obj.runner.game_timeout_s),
+        notify=lambda line: print(f"  {line}", file=sys.stderr),
+    )
+    cpu0, t0 = time.process_time(), time.monotonic()
+    result = runner.run()
+    wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
+    if result.exit_code != 0:
+        print(f"warning: {result.message}", file=sys.stderr)
+    return runner.manifest, wall, cpu
+
+
+def breakdown(run: Path) -> dict[str, float]:
+    """Seconds of one game by where they went."""
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    start = next(e["wall"] for e in events if e["kind"] == "game_start")
+    first_step = next((e["wall"] for e in events if e["kind"] == "step_start"), start)
+    end = events[-1]["wall"]
+    per_step: dict[int, float] = defaultdict(float)
+    for e in events:
+        if e["kind"] == "decision":
+            per_step[e["step"]] = max(per_step[e["step"]], float(e.get("latency_ms", 0.0)))
+    requests: dict[str, float] = defaultdict(float)
+    node_log = run / "logs" / "node.log"
+    if node_log.is_file():
+        for m in _REQUEST.finditer(node_log.read_text(errors="replace")):
+            requests[m.group(1)] += float(m.group(2)) / 1000
+    movement = sum(v for k, v in requests.items() if k in MOVE_REQUESTS)
+    rendering = sum(v for k, v in requests.items() if k in RENDER_REQUESTS)
+    decisions = sum(per_step.values()) / 1000
+    play = end - first_step
+    summary = json.loads((run / "summary.json").read_text())
+    return {
+        "setup": first_step - start,
+        "movement": movement,
+        "rendering": rendering,
+        "decisions": decisions,
+        "rest": max(0.0, play - movement - rendering - decisions),
+        "game": float(summary.get("wall_seconds", end - start)),
+        "steps": float(summary.get("steps", 0)),
+    }
+
+
+def report(label: str, out: Path, manifest: Manifest, wall: float, cpu: float) -> dict[str, Any]:
+    """Print one study's figures and return them."""
+    done = [(e, a) for e in manifest.games.values() for a in e.attempts if a.outcome == "done"]
+    games = len(done)
+    gph = games / wall * 3600 if wall > 0 else 0.0
+    print(f"{label}: {games} games in {wall:.1f} s -> {gph:.1f} games per hour")
+    startup = []
+    parts: dict[str, list[float]] = defaultdict(list)
+    cpu_by: dict[str, float] = defaultdict(float)
+    proc_wall = 0.0
+    for _e, a in done:
+        b = breakdown(out / a.run)
+        for k, v in b.items():
+            parts[k].append(v)
+        if a.wall_s is not None:
+            startup.append(a.wall_s - b["game"])
+            proc_wall += a.wall_s
+        for name, seconds in a.cpu_s.items():
+            cpu_by[name] += seconds
+    print(
+        f"{label}: runner overhead per game: {cpu / max(games, 1) * 1000:.0f} ms runner CPU; "
+        f"{statistics.mean(startup) * 1000 if startup else 0:.0f} ms from process start to "
+        "game start and after its end (interpreter, imports, summary)"
+    )
+    mean = {k: statistics.mean(v) for k, v in parts.items()}
+    total = mean.get("setup", 0) + sum(
+        mean.get(k, 0) for k in ("movement", "rendering", "decisions", "rest")
+    )
+    print(
+        f"{label}: per game (mean, {mean.get('steps', 0):.0f} steps): "
+        + ", ".join(
+            f"{k} {mean.get(k, 0):.1f} s ({mean.get(k, 0) / total:.0%})"
+            for k in ("setup", "movement", "rendering", "decisions", "rest")
+        )
+        if total
+        else f"{label}: no finished game to break down"
+    )
+    all_cpu = sum(cpu_by.values()) + cpu
+    shares = sorted(cpu_by.items(), key=lambda kv: -kv[1])
+    print(
+        f"{label}: CPU share: "
+        + ", ".join(
+            f"{n} {s:.0f} s ({s / all_cpu:.0%}; "
+            f"{s / max(proc_wall, 1e-9):.0%} of a core over the games)"
+            for n, s in shares
+        )
+        + f", runner {cpu:.1f} s ({cpu / all_cpu:.0%})"
+    )
+    return {"games": games, "wall": wall, "gph": gph}
+
+
+def main() -> int:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", choices=["off", "jpg"], default="off", help="render frames")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the study folders here")
+    args = parser.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="mau-bench-tournament-"))
+    spec_data = yaml.safe_load(SMOKE.read_text())
+    spec_data.setdefault("base", {})["frames"] = args.frames
+    spec = base / "smoke.yaml"
+    base.mkdir(parents=True, exist_ok=True)
+    spec.write_text(yaml.safe_dump(spec_data))
+    figures = {}
+    for workers in (1, 2):
+        out = base / f"workers{workers}"
+        print(f"running the smoke games with {workers} worker(s) into {out}", file=sys.stderr)
+        manifest, wall, cpu = run_study(spec, out, workers)
+        figures[workers] = report(f"{workers} worker(s)", out, manifest, wall, cpu)
+    one, two = figures[1]["gph"], figures[2]["gph"]
+    print(
+        f"ratio 2 workers / 1 worker: {two / one if one else float('nan'):.2f} "
+        f"({two:.1f} vs {one:.1f} games per hour)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

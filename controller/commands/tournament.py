@@ -1,0 +1,241 @@
+"""`mineamongus tournament`: run a study of many games that resumes, runs in parallel
+and scales out on Ray."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.tournament.capacity import machine_capacity
+from controller.tournament.display import Progress
+from controller.tournament.estimate import arm_estimate, format_cost
+from controller.tournament.executors import Executor, LocalExecutor
+from controller.tournament.manifest import ManifestError, read_manifest
+from controller.tournament.runner import Runner, RunOptions, open_study, study_spec
+from controller.tournament.spec import SpecError, expand_arms, load_spec
+from controller.tournament.stats import arm_status, format_status
+
+NAME = "tournament"
+
+log = logging.getLogger(__name__)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register `tournament`."""
+    p = subparsers.add_parser(
+        NAME,
+        help="run a study (arms x paired seeds); the same command resumes it",
+        description="Run every game of an experiment spec, resumably. TARGET is a spec "
+        "YAML (with --out DIR) or a study folder (resumes it with its saved spec).",
+    )
+    p.add_argument("target", type=Path, metavar="SPEC|DIR", help="experiment spec or study folder")
+    p.add_argument("--out", type=Path, default=None, help="study folder (records and manifest)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print arms, games, tokens and cost; run nothing"
+    )
+    p.add_argument(
+        "--status", action="store_true", help="per-arm progress and impostor win rate so far"
+    )
+    p.add_argument("--workers", type=int, default=None, help="games at once (spec: runner.workers)")
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=None,
+        help="reruns of an invalid or failed game with the same seed (spec: runner.retries)",
+    )
+    p.add_argument(
+        "--max-cost",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="start no new game once the measured spend would pass this",
+    )
+    p.add_argument(
+        "--extend", action="store_true", help="add the spec's new arms or seeds to the study"
+    )
+    p.add_argument(
+        "--game-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="wall-clock limit of one game (spec: runner.game_timeout_s)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="local child processes, or Ray tasks (pip install 'mineamongus[ray]')",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="Ray cluster to join (e.g. ray://head:10001 or auto); default starts a local one",
+    )
+    p.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+
+
+def _err(msg: str) -> int:
+    print(f"mineamongus tournament: {msg}", file=sys.stderr)
+    return 2
+
+
+def dry_run(spec_path: Path) -> int:
+    """Print arms, games and the token and cost estimate."""
+    spec = load_spec(spec_path)
+    arms = expand_arms(spec)
+    seeds = spec.seed_list()
+    est = spec.estimate
+    print(
+        f"study {spec.name}: {len(arms)} arm(s) x {len(seeds)} paired seed(s) = "
+        f"{len(arms) * len(seeds)} games on the {spec.world} world"
+    )
+    print(
+        f"estimate per game: {est.decisions_per_game:g} decisions x "
+        f"({est.tokens_in_per_decision:g} in + {est.tokens_out_per_decision:g} out) tokens "
+        "(spec field `estimate`; see docs/tournament.md)"
+    )
+    w = max([len(a.name) for a in arms] + [10])
+    print(f"{'arm':<{w}} {'games':>6} {'tokens in':>13} {'tokens out':>12}  cost")
+    total_in = total_out = known = 0.0
+    unknown: set[str] = set()
+    for arm in arms:
+        e = arm_estimate(arm, len(seeds), est)
+        total_in += e.tokens_in
+        total_out += e.tokens_out
+        known += e.known_cost_usd
+        unknown.update(e.unknown_prices)
+        cost = format_cost(e.cost_usd, e.known_cost_usd)
+        if e.unknown_prices:
+            cost += f" (no price for {', '.join(e.unknown_prices)})"
+        print(f"{arm.name:<{w}} {e.games:>6} {e.tokens_in:>13,.0f} {e.tokens_out:>12,.0f}  {cost}")
+    total = format_cost(None if unknown else known, known)
+    games = len(arms) * len(seeds)
+    print(f"{'total':<{w}} {games:>6} {total_in:>13,.0f} {total_out:>12,.0f}  {total}")
+    if unknown:
+        print(
+            "unknown prices: "
+            + ", ".join(sorted(unknown))
+            + " (add them to the sides' settings.prices to price them)"
+        )
+    return 0
+
+
+def status(out: Path) -> int:
+    """Print the per-arm table of a study folder."""
+    manifest = read_manifest(out)
+    if manifest is None:
+        return _err(f"{out}: no manifest.json; is it a study folder (--out of tournament)?")
+    print(format_status(arm_status(out, manifest)))
+    c = manifest.counts()
+    print(
+        f"total: {c['done']} done, {c['running']} running, {c['pending']} pending, "
+        f"{c['invalid']} invalid, {c['failed']} failed; spent ${manifest.spent_usd():.2f}"
+    )
+    if manifest.paused:
+        print(f"paused: {manifest.paused}")
+    if manifest.stopped:
+        print(f"stopped: {manifest.stopped}")
+    return 0
+
+
+def _executor(
+    args: argparse.Namespace, workers: int, cpus: float, memory_gb: float, out: Path
+) -> Executor:
+    if args.backend == "ray":
+        try:
+            from controller.tournament.ray_backend import RayExecutor
+        except ImportError as exc:
+            raise ImportError(f"{exc}; install it with pip install 'mineamongus[ray]'") from exc
+
+        return RayExecutor(
+            out,
+            address=args.ray_address,
+            slots=args.workers,
+            cpus_per_game=cpus,
+            memory_gb=memory_gb,
+        )
+    return LocalExecutor(workers)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`mineamongus tournament`."""
+    target: Path = args.target
+    try:
+        if args.status:
+            return status(args.out or target)
+        if target.is_dir():
+            if args.out is not None and args.out.resolve() != target.resolve():
+                return _err("give either a study folder or SPEC --out DIR, not both")
+            spec_path, out = study_spec(target), target
+        else:
+            spec_path, out = target, args.out
+        if args.dry_run:
+            return dry_run(spec_path)
+        if out is None:
+            return _err("--out DIR is required to run a spec (or use --dry-run)")
+        spec, arms, manifest, notes = open_study(spec_path, out, args.extend)
+    except (SpecError, ManifestError) as exc:
+        return _err(str(exc))
+    r = spec.runner
+    options = RunOptions(
+        workers=args.workers if args.workers is not None else r.workers,
+        retries=args.retries if args.retries is not None else r.retries,
+        game_timeout_s=args.game_timeout if args.game_timeout is not None else r.game_timeout_s,
+        max_cost_usd=args.max_cost,
+        extend=args.extend,
+    )
+    if options.workers < 1:
+        return _err("--workers must be at least 1")
+    if options.retries < 0:
+        return _err("--retries must be 0 or more")
+    try:
+        executor = _executor(args, options.workers, r.cpus_per_game, r.memory_gb_per_game, out)
+    except (ImportError, RuntimeError, ValueError) as exc:
+        return _err(f"--backend {args.backend}: {exc}")
+    with Progress(executor.slots, live=False if args.plain else None) as progress:
+        for line in notes:
+            progress.note(line)
+        if options.max_cost_usd is not None:
+            unpriced = sorted(
+                {b for a in arms for b in arm_estimate(a, 1, spec.estimate).unknown_prices}
+            )
+            if unpriced:
+                progress.note(
+                    f"warning: no price for {', '.join(unpriced)}: their games record $0 spent, "
+                    "so --max-cost cannot limit them; add their prices to the sides' "
+                    "settings.prices"
+                )
+        if args.backend == "local":
+            cap = machine_capacity(manifest, r.cpus_per_game, r.memory_gb_per_game)
+            if options.workers > cap.games:
+                what = "measured peak" if cap.measured else "assumed (runner.memory_gb_per_game)"
+                progress.note(
+                    f"warning: --workers {options.workers} exceeds what this machine holds: "
+                    f"{cap.cores} core(s) / {cap.cpus_per_game:g} per game, "
+                    f"{cap.available_gb:g} GB free / {cap.memory_per_game_gb:g} GB per game "
+                    f"({what}) -> {cap.games} game(s) at once; games will slow each other down"
+                )
+        runner = Runner(
+            out,
+            spec,
+            arms,
+            manifest,
+            executor,
+            options,
+            on_change=progress.update,
+            notify=progress.note,
+        )
+        result = runner.run()
+        progress.update(runner.manifest, 0)
+    print(
+        f"mineamongus tournament: {result.message}; {result.counts['done']} done, "
+        f"{result.counts['invalid']} invalid, {result.counts['failed']} failed, "
+        f"{result.counts['pending']} pending; spent ${result.spent_usd:.2f}; "
+        f"results: mineamongus collect {out}",
+        file=sys.stderr,
+    )
+    return result.exit_code

@@ -1,0 +1,263 @@
+"""Result tables of a study, rebuilt from its run folders alone (`mineamongus collect DIR`).
+
+`results/games.parquet` has one row per run folder (every attempt of every game) and
+`results/seats.parquet` one row per seat of each. Arm and attempt come from the
+folder path (`games/<arm>/seed<N>-try<K>`); everything else from the game's own
+`summary.json` and `events.jsonl`. The manifest is not read, so a table can never
+disagree with the records. The `counted` column marks the one attempt per
+(arm, seed) that counts: the first finished (`done`) one, else the latest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from controller.events import Decision, GameStart, Kill, TaskDone, read_events
+from controller.tournament.process import read_summary
+from harness_aria.spec import AXES
+
+_ATTEMPT = re.compile(r"^seed(-?\d+)-try(\d+)$")
+
+GAME_COLUMNS = (
+    "game_id",
+    "arm",
+    "seed",
+    "attempt",
+    "counted",
+    "status",
+    "reason",
+    "winner",
+    "ending",
+    "steps",
+    "ticks",
+    "kills",
+    "meetings",
+    "ejections",
+    "tasks_done",
+    "tasks_total",
+    "invalid_decisions",
+    "infra_errors",
+    "wall_seconds",
+    "cost_usd",
+    "run",
+)
+
+SEAT_COLUMNS = (
+    "game_id",
+    "arm",
+    "seed",
+    "attempt",
+    "counted",
+    "seat",
+    "role",
+    "agent_kind",
+    "backend",
+    "model",
+    *AXES,
+    "alive_at_end",
+    "final_status",
+    "kills",
+    "tasks_done",
+    "decisions",
+    "invalid_decisions",
+    "infra_errors",
+    "tokens_in",
+    "tokens_out",
+    "tokens_cached",
+    "cost_usd",
+)
+
+
+class CollectError(ValueError):
+    """A folder is not a study folder."""
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Where the tables went and how many rows each has."""
+
+    games: Path
+    seats: Path
+    n_games: int
+    n_seats: int
+
+
+def _run_folders(out: Path) -> list[tuple[str, int, int, Path]]:
+    games = out / "games"
+    if not games.is_dir():
+        raise CollectError(f"{out}: no games/ folder; is it a study folder (--out of tournament)?")
+    found = []
+    for arm_dir in sorted(p for p in games.iterdir() if p.is_dir()):
+        for run in sorted(p for p in arm_dir.iterdir() if p.is_dir()):
+            m = _ATTEMPT.match(run.name)
+            if m:
+                found.append((arm_dir.name, int(m.group(1)), int(m.group(2)), run))
+    return found
+
+
+def _seat_rows(run: Path, base: dict[str, Any], summary: dict[str, Any]) -> list[dict[str, Any]]:
+    events = read_events(run / "events.jsonl")
+    start = next((e for e in events if isinstance(e, GameStart)), None)
+    if start is None:
+        return []
+    per: dict[str, dict[str, Any]] = defaultdict(
+        lambda: (
+            dict.fromkeys(
+                (
+                    "kills",
+                    "tasks_done",
+                    "decisions",
+                    "invalid_decisions",
+                    "infra_errors",
+                    "tokens_in",
+                    "tokens_out",
+                    "tokens_cached",
+                ),
+                0,
+            )
+            | {"cost_usd": 0.0}
+        )
+    )
+    for ev in events:
+        if isinstance(ev, Kill):
+            per[ev.killer]["kills"] += 1
+        elif isinstance(ev, TaskDone) and not ev.fake:
+            per[ev.agent]["tasks_done"] += 1
+        elif isinstance(ev, Decision):
+            row = per[ev.agent]
+            row["decisions"] += 1
+            if ev.error_kind == "infrastructure":
+                row["infra_errors"] += 1
+            elif ev.error:
+                row["invalid_decisions"] += 1
+            for call in ev.calls:
+                row["tokens_in"] += int(call.get("tokens_in", 0) or 0)
+                row["tokens_out"] += int(call.get("tokens_out", 0) or 0)
+                row["tokens_cached"] += int(call.get("tokens_cached", 0) or 0)
+                row["cost_usd"] += float(call.get("cost_usd", 0.0) or 0.0)
+    final = summary.get("final_status") or {}
+    rows = []
+    for seat in start.agents:
+        desc = start.agent_specs.get(seat, {})
+        backend = str(desc.get("backend", desc.get("kind", "")))
+        spec = desc.get("spec") or {}
+        status = final.get(seat)
+        rows.append(
+            {
+                **base,
+                "seat": seat,
+                "role": start.roles.get(seat),
+                "agent_kind": desc.get("kind"),
+                "backend": backend,
+                "model": backend.split(":", 1)[1] if ":" in backend else backend,
+                **{axis: spec.get(axis) for axis in AXES},
+                "alive_at_end": None if status is None else status == "alive",
+                "final_status": status,
+                **per[seat],
+            }
+        )
+    return rows
+
+
+def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
+    """Rebuild `results/games.parquet` and `results/seats.parquet` from the run folders.
+
+    Raises:
+        CollectError: `out` holds no `games/` folder.
+    """
+    runs = _run_folders(out)
+    summaries = {run: read_summary(run) for _a, _s, _k, run in runs}
+    counted: dict[tuple[str, int], Path] = {}
+    for arm, seed, _k, run in sorted(runs, key=lambda r: r[2]):
+        s = summaries[run]
+        key = (arm, seed)
+        prev = counted.get(key)
+        prev_done = prev is not None and (summaries[prev] or {}).get("status") == "ok"
+        if not prev_done:
+            counted[key] = run
+    game_rows: list[dict[str, Any]] = []
+    seat_rows: list[dict[str, Any]] = []
+    for i, (arm, seed, attempt, run) in enumerate(runs):
+        s = summaries[run] or {}
+        counts = s.get("counts") or {}
+        tasks = s.get("tasks") or {}
+        status = "failed" if not s else "done" if s.get("status") == "ok" else "invalid"
+        base = {
+            "game_id": s.get("game_id") or f"{arm}/{run.name}",
+            "arm": arm,
+            "seed": seed,
+            "attempt": attempt,
+            "counted": counted[(arm, seed)] == run,
+        }
+        game_rows.append(
+            {
+                **base,
+                "status": status,
+                "reason": s.get("reason") or ("no summary.json" if not s else ""),
+                "winner": s.get("winner"),
+                "ending": s.get("ending"),
+                "steps": s.get("steps"),
+                "ticks": s.get("ticks"),
+                "kills": counts.get("kills"),
+                "meetings": counts.get("meetings"),
+                "ejections": counts.get("ejections"),
+                "tasks_done": tasks.get("done"),
+                "tasks_total": tasks.get("total"),
+                "invalid_decisions": counts.get("invalid_decisions"),
+                "infra_errors": counts.get("infra_errors"),
+                "wall_seconds": s.get("wall_seconds"),
+                "cost_usd": s.get("cost_usd"),
+                "run": str(run.relative_to(out)),
+            }
+        )
+        if s and (run / "events.jsonl").is_file():
+            seat_rows += _seat_rows(run, base, s)
+        if progress is not None and (i + 1) % 50 == 0:
+            progress(f"collect: {i + 1}/{len(runs)} run folders read")
+    results = out / "results"
+    results.mkdir(exist_ok=True)
+    games_path = results / "games.parquet"
+    seats_path = results / "seats.parquet"
+    _write(game_rows, GAME_COLUMNS, games_path)
+    _write(seat_rows, SEAT_COLUMNS, seats_path)
+    return Tables(games_path, seats_path, len(game_rows), len(seat_rows))
+
+
+_TYPES = {
+    "seed": pa.int64(),
+    "attempt": pa.int64(),
+    "counted": pa.bool_(),
+    "steps": pa.int64(),
+    "ticks": pa.int64(),
+    "kills": pa.int64(),
+    "meetings": pa.int64(),
+    "ejections": pa.int64(),
+    "tasks_done": pa.int64(),
+    "tasks_total": pa.int64(),
+    "invalid_decisions": pa.int64(),
+    "infra_errors": pa.int64(),
+    "decisions": pa.int64(),
+    "tokens_in": pa.int64(),
+    "tokens_out": pa.int64(),
+    "tokens_cached": pa.int64(),
+    "wall_seconds": pa.float64(),
+    "cost_usd": pa.float64(),
+    "alive_at_end": pa.bool_(),
+}
+
+
+def _write(rows: list[dict[str, Any]], columns: tuple[str, ...], path: Path) -> None:
+    # A fixed schema, so an empty table or an all-null column still has its types.
+    schema = pa.schema([(c, _TYPES.get(c, pa.string())) for c in columns])
+    table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows], schema=schema)
+    tmp = path.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)

@@ -1,0 +1,90 @@
+"""Token and cost estimates of a study before it runs (`tournament SPEC --dry-run`).
+
+The estimate is the spec's `estimate` (decisions per game, tokens per decision) times
+the price table of each side's backend settings. Decisions are split between the
+sides by seat count. A model missing from the price table has an unknown cost,
+shown as unknown and never as $0; a total with an unknown part is a lower bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.config import SideConfig
+from controller.tournament.spec import Arm, TokenEstimate
+from harness_aria.backends.settings import price_for
+
+# Backends that make no billed calls: the scripted control agent and the offline fake.
+_FREE_PREFIXES = ("scripted", "fake")
+
+
+@dataclass(frozen=True)
+class SideEstimate:
+    """Estimated use of one side in one game."""
+
+    backend: str
+    tokens_in: float
+    tokens_out: float
+    cost_usd: float | None
+    """None when the model's price is unknown."""
+
+
+@dataclass(frozen=True)
+class ArmEstimate:
+    """Estimated use of one arm over all its games."""
+
+    arm: str
+    games: int
+    tokens_in: float
+    tokens_out: float
+    cost_usd: float | None
+    """None when a side's price is unknown."""
+    unknown_prices: tuple[str, ...]
+    known_cost_usd: float
+    """The part of the cost whose prices are known."""
+
+
+def _model_of(backend: str) -> str:
+    return backend.split(":", 1)[1] if ":" in backend else backend
+
+
+def side_estimate(side: SideConfig, seats: int, est: TokenEstimate, n_seats: int) -> SideEstimate:
+    """Estimated tokens and cost of one side's seats in one game."""
+    if side.backend.split(":", 1)[0] in _FREE_PREFIXES:
+        return SideEstimate(side.backend, 0.0, 0.0, 0.0)
+    decisions = est.decisions_per_game * seats / n_seats
+    tin = decisions * est.tokens_in_per_decision
+    tout = decisions * est.tokens_out_per_decision
+    price = price_for(_model_of(side.backend), side.settings.prices)
+    if price is None:
+        return SideEstimate(side.backend, tin, tout, None)
+    cached = tin * est.cached_share
+    cost = price.cost(uncached_in=round(tin - cached), cached_in=round(cached), out=round(tout))
+    return SideEstimate(side.backend, tin, tout, cost)
+
+
+def arm_estimate(arm: Arm, games: int, est: TokenEstimate) -> ArmEstimate:
+    """Estimated tokens and cost of `games` games of one arm."""
+    rules = arm.config.rules
+    sides = [
+        side_estimate(arm.config.crew, rules.n_players - rules.n_impostors, est, rules.n_players),
+        side_estimate(arm.config.impostor, rules.n_impostors, est, rules.n_players),
+    ]
+    unknown = tuple(sorted({s.backend for s in sides if s.cost_usd is None}))
+    known = sum(s.cost_usd or 0.0 for s in sides) * games
+    return ArmEstimate(
+        arm=arm.name,
+        games=games,
+        tokens_in=sum(s.tokens_in for s in sides) * games,
+        tokens_out=sum(s.tokens_out for s in sides) * games,
+        cost_usd=None if unknown else known,
+        unknown_prices=unknown,
+        known_cost_usd=known,
+    )
+
+
+def format_cost(cost: float | None, known: float) -> str:
+    """`$1.23`, or `unknown` (with the known part when there is one)."""
+    if cost is not None:
+        return f"${cost:,.2f}"
+    return f"unknown (>= ${known:,.2f} priced)" if known > 0 else "unknown"

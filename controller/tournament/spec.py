@@ -1,0 +1,360 @@
+"""Experiment specs: a study as a list of arms, each a full game configuration.
+
+A spec is YAML validated by pydantic. Arms come from four sources, merged in order:
+explicit `arms`, a `sweep` (the cartesian product of axes), a `round_robin` (crew
+model x impostor model x configuration pairs) and an optional scripted `control` arm.
+Every arm plays the same seed list (paired seeds), so two arms differ only in what
+the spec varies: roles and tasks are drawn from the seed.
+
+Each game's configuration is built by `controller.config.resolve_config` from the
+spec's preset, `base` and the arm's overrides (nested like `GameConfig`), so new
+configuration fields flow through unchanged and a game is exactly what
+`mineamongus play --config FILE` plays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from controller.config import ConfigError, GameConfig, resolve_config
+
+
+class SpecError(ValueError):
+    """An experiment spec is wrong; the message names the field and the fix."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
+
+
+class ArmSpec(_Strict):
+    """One explicitly listed arm."""
+
+    name: str
+    """Arm name (letters, digits, `_ . + = -`); also its folder name under `games/`."""
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    """GameConfig values of this arm, nested like `GameConfig` (merged over `base`)."""
+
+
+class AxisValue(_Strict):
+    """One value of a named sweep axis: a label and the GameConfig values it sets."""
+
+    label: str
+    """Short name of the value, used in arm names."""
+    overrides: dict[str, Any] = Field(alias="set")
+    """`set` in YAML: GameConfig values, nested like `GameConfig`
+    (e.g. `{impostor: {spec: {memory: window}}}`)."""
+
+
+class SweepSpec(_Strict):
+    """The cartesian product of ablation axes; each axis fixes values per side.
+
+    An axis is either a dotted GameConfig path with plain values
+    (`impostor.spec.memory: [window, semantic]`) or a name with labelled values
+    (`backbone: [{label: mini, set: {crew: {backend: ...}, impostor: {backend: ...}}}]`).
+    """
+
+    axes: dict[str, list[Any]] = Field(min_length=1)
+    """Axis name or dotted path -> its values (at least one each)."""
+
+    @model_validator(mode="after")
+    def _nonempty(self) -> SweepSpec:
+        for name, values in self.axes.items():
+            if not values:
+                raise ValueError(f"axis {name!r} has no values; give at least one")
+        return self
+
+
+class SpecPair(_Strict):
+    """One (crew spec, impostor spec) configuration pair of a round-robin."""
+
+    label: str
+    """Short name of the pair, used in arm names."""
+    crew: dict[str, Any] = Field(default_factory=dict)
+    """ARIA spec values of the crew (fields of `AriaSpec`)."""
+    impostor: dict[str, Any] = Field(default_factory=dict)
+    """ARIA spec values of the impostors (fields of `AriaSpec`)."""
+
+
+class RoundRobinSpec(_Strict):
+    """Crew model x impostor model x configuration pairs."""
+
+    models: list[str] = Field(min_length=1)
+    """Backends (e.g. `openai:gpt-4.1-mini`) that play both as crew and as impostors."""
+    impostor_models: list[str] | None = None
+    """Impostor backends when they differ from `models` (default: `models`)."""
+    pairs: list[SpecPair] = Field(default_factory=lambda: [SpecPair(label="default")])
+    """Configuration pairs; every model pairing plays each."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Optional short names of backends for arm names (default: the part after `:`)."""
+
+
+class TokenEstimate(_Strict):
+    """The documented per-decision token estimate behind `--dry-run` costs.
+
+    A decision of an ARIA agent is one or more model calls (planner, module, KILL's
+    look-around questions); the figures are per decision, all its calls together.
+    The defaults are round figures for the privileged state view with one 640x360
+    frame; measure your own with a pilot game (`summary.json` `counts`) and put them here.
+    """
+
+    decisions_per_game: float = Field(default=400.0, gt=0)
+    """Decisions of all seats in one game (about 50 steps x 8 seats)."""
+    tokens_in_per_decision: float = Field(default=3500.0, ge=0)
+    """Input tokens per decision (prompt text plus the image)."""
+    tokens_out_per_decision: float = Field(default=250.0, ge=0)
+    """Output tokens per decision."""
+    cached_share: float = Field(default=0.0, ge=0, le=1)
+    """Share of input tokens read from the provider's prompt cache."""
+
+
+class RunnerSpec(_Strict):
+    """How games are run (each also a command-line option, which wins)."""
+
+    workers: int = Field(default=1, ge=1)
+    """Games at once on this machine (`--workers`)."""
+    retries: int = Field(default=1, ge=0)
+    """Reruns of an invalid or failed game with the same seed (`--retries`)."""
+    game_timeout_s: float = Field(default=3600.0, gt=0)
+    """Wall-clock limit of one game; a game past it is killed and counted invalid."""
+    cpus_per_game: float = Field(default=1.0, gt=0)
+    """CPUs one game needs (Ray's `num_cpus` per task; the local capacity check)."""
+    memory_gb_per_game: float = Field(default=1.5, gt=0)
+    """Memory one game needs before one is measured (Ray's `memory` per task)."""
+
+
+class ExperimentSpec(_Strict):
+    """A study: arms x paired seeds, and how to run them."""
+
+    name: str
+    """Name of the study."""
+    world: Literal["minecraft", "fake"] = "minecraft"
+    """`minecraft` (the embedded server) or `fake` (the in-process simulated world)."""
+    preset: str = "quick"
+    """Timing preset of every game (`quick` or `paper`)."""
+    base: dict[str, Any] = Field(default_factory=dict)
+    """GameConfig values shared by every arm (nested like `GameConfig`)."""
+    seeds: list[int] | None = None
+    """Seeds every arm plays (paired seeds); or give `repetitions`."""
+    repetitions: int | None = Field(default=None, ge=1)
+    """Number of seeds `seed_start, seed_start+1, ...` when `seeds` is not given."""
+    seed_start: int = 0
+    """First seed when `repetitions` is used."""
+    arms: list[ArmSpec] = Field(default_factory=list)
+    """Explicitly listed arms."""
+    sweep: SweepSpec | None = None
+    """Arms from the cartesian product of axes."""
+    round_robin: RoundRobinSpec | None = None
+    """Arms from a crew-model x impostor-model round-robin."""
+    control: bool = False
+    """Add a `control` arm of scripted agents on both sides on the same seeds."""
+    estimate: TokenEstimate = TokenEstimate()
+    """Per-decision token estimate used by `--dry-run`."""
+    runner: RunnerSpec = RunnerSpec()
+    """Defaults of the runner's options."""
+
+    @model_validator(mode="after")
+    def _seeds(self) -> ExperimentSpec:
+        if self.seeds is None and self.repetitions is None:
+            raise ValueError("give `seeds: [..]` or `repetitions: N`")
+        if self.seeds is not None and self.repetitions is not None:
+            raise ValueError("give either `seeds` or `repetitions`, not both")
+        if self.seeds is not None:
+            if not self.seeds:
+                raise ValueError("`seeds` is empty; list at least one seed")
+            if len(set(self.seeds)) != len(self.seeds):
+                raise ValueError("`seeds` repeats a seed; list each once")
+        if not (self.arms or self.sweep or self.round_robin or self.control):
+            raise ValueError("no arms: give `arms`, `sweep`, `round_robin` or `control: true`")
+        return self
+
+    def seed_list(self) -> list[int]:
+        """The paired seeds every arm plays."""
+        if self.seeds is not None:
+            return list(self.seeds)
+        assert self.repetitions is not None
+        return list(range(self.seed_start, self.seed_start + self.repetitions))
+
+
+class Arm(BaseModel):
+    """One resolved arm: a name and the GameConfig file data of its games."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """Arm name."""
+    data: dict[str, Any]
+    """GameConfig values (preset included) the arm's games are resolved from."""
+    config: GameConfig
+    """The arm's configuration resolved with seed 0 (the seed is set per game)."""
+
+    def game_data(self, seed: int) -> dict[str, Any]:
+        """The config-file data of this arm's game with `seed` (what `play --config` reads)."""
+        return {**self.data, "seed": seed}
+
+    def digest(self) -> str:
+        """Hash of the arm's configuration: a changed arm is refused on resume."""
+        text = json.dumps(self.data, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _at_path(path: str, value: Any) -> dict[str, Any]:
+    out: Any = value
+    for part in reversed(path.split(".")):
+        out = {part: out}
+    return dict(out)
+
+
+def _short(value: Any) -> str:
+    text = str(value).rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9_.+=-]", "_", text)
+
+
+def _sweep_arms(sweep: SweepSpec) -> list[tuple[str, dict[str, Any]]]:
+    axes: list[list[tuple[str, dict[str, Any]]]] = []
+    for name, values in sweep.axes.items():
+        options: list[tuple[str, dict[str, Any]]] = []
+        for i, value in enumerate(values):
+            if "." in name:
+                if isinstance(value, dict):
+                    raise SpecError(
+                        f"sweep.axes.{name}[{i}]: a dotted axis takes plain values "
+                        f"(e.g. window), got a mapping; use a named axis for mappings"
+                    )
+                options.append(
+                    (f"{name.rsplit('.', 1)[-1]}={_short(value)}", _at_path(name, value))
+                )
+            else:
+                try:
+                    av = AxisValue.model_validate(value)
+                except ValidationError as exc:
+                    raise SpecError(
+                        f"sweep.axes.{name}[{i}]: a named axis takes "
+                        f"{{label: NAME, set: {{...GameConfig values}}}} ({_first(exc)})"
+                    ) from exc
+                options.append((av.label, av.overrides))
+        axes.append(options)
+    arms = []
+    for combo in itertools.product(*axes):
+        data: dict[str, Any] = {}
+        for _label, setting in combo:
+            data = _deep_merge(data, setting)
+        arms.append(("-".join(label for label, _ in combo), data))
+    return arms
+
+
+def _round_robin_arms(rr: RoundRobinSpec) -> list[tuple[str, dict[str, Any]]]:
+    arms = []
+    imp_models = rr.impostor_models if rr.impostor_models is not None else rr.models
+    for crew, imp, pair in itertools.product(rr.models, imp_models, rr.pairs):
+        name = f"c={rr.labels.get(crew, _short(crew))}-i={rr.labels.get(imp, _short(imp))}"
+        if len(rr.pairs) > 1 or pair.label != "default":
+            name += f"-{pair.label}"
+        data = {
+            "crew": {"backend": crew, "spec": dict(pair.crew)},
+            "impostor": {"backend": imp, "spec": dict(pair.impostor)},
+        }
+        arms.append((name, data))
+    return arms
+
+
+def _first(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    return f"{field}: {err['msg']}"
+
+
+def expand_arms(spec: ExperimentSpec) -> list[Arm]:
+    """Every arm of the study, each resolved through `resolve_config`.
+
+    Raises:
+        SpecError: a duplicate arm name or an arm whose configuration is invalid
+            (naming the arm and the configuration field).
+    """
+    raw: list[tuple[str, dict[str, Any]]] = [(a.name, a.overrides) for a in spec.arms]
+    if spec.sweep is not None:
+        raw += _sweep_arms(spec.sweep)
+    if spec.round_robin is not None:
+        raw += _round_robin_arms(spec.round_robin)
+    if spec.control:
+        raw.append(
+            ("control", {"crew": {"backend": "scripted"}, "impostor": {"backend": "scripted"}})
+        )
+    arms: list[Arm] = []
+    seen: set[str] = set()
+    for name, overrides in raw:
+        if not _NAME.match(name):
+            raise SpecError(
+                f"arm {name!r}: names take letters, digits and `_ . + = -` only; rename it"
+            )
+        if name in seen:
+            raise SpecError(f"arm {name!r} appears twice; give every arm a distinct name")
+        seen.add(name)
+        data = _deep_merge(_deep_merge({"preset": spec.preset}, spec.base), overrides)
+        if "seed" in data:
+            raise SpecError(
+                f"arm {name!r}: `seed` is set per game from `seeds`; remove it from the arm"
+            )
+        try:
+            config = resolve_config(spec.preset, data)
+        except ConfigError as exc:
+            raise SpecError(f"arm {name!r}: {exc}") from exc
+        arms.append(Arm(name=name, data=data, config=config))
+    return arms
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate an experiment spec file.
+
+    Raises:
+        SpecError: the file is missing, not YAML, or a field is wrong (named in the message).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"{p}: no such experiment spec file")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{p}: not valid YAML ({exc})") from exc
+    return parse_spec(data, source=str(p))
+
+
+def parse_spec(data: Any, source: str = "spec") -> ExperimentSpec:
+    """Validate spec data (a mapping, as read from YAML).
+
+    Raises:
+        SpecError: naming every offending field.
+    """
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"{source}: the top level must be a mapping of fields (name, seeds, arms ...)"
+        )
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            lines.append(f"  {field}: {err['msg']}")
+        raise SpecError(f"{source}: invalid experiment spec:\n" + "\n".join(lines)) from exc

@@ -1,0 +1,189 @@
+"""Experiment specs, arm expansion and the dry-run estimate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.cli import main
+from controller.tournament.estimate import arm_estimate
+from controller.tournament.spec import SpecError, expand_arms, load_spec, parse_spec
+from harness_aria.backends.settings import DEFAULT_PRICES
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPERIMENTS = ROOT / "configs" / "experiments"
+
+
+def _spec(**over: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": "t", "world": "fake", "seeds": [1, 2]}
+    data.update(over)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("name", "arms", "games"), [("smoke", 2, 4), ("rq1", 64, 192), ("rq2", 576, 1152)]
+)
+def test_shipped_specs_have_the_papers_sizes(name: str, arms: int, games: int) -> None:
+    spec = load_spec(EXPERIMENTS / f"{name}.yaml")
+    expanded = expand_arms(spec)
+    assert len(expanded) == arms
+    assert len(expanded) * len(spec.seed_list()) == games
+
+
+def test_smoke_is_scripted_quick_on_the_embedded_server() -> None:
+    spec = load_spec(EXPERIMENTS / "smoke.yaml")
+    assert spec.world == "minecraft" and spec.preset == "quick"
+    for arm in expand_arms(spec):
+        assert arm.config.crew.backend == arm.config.impostor.backend == "scripted"
+        assert arm.config.preset == "quick"
+
+
+def test_rq1_fixes_the_crew_and_varies_four_impostor_axes() -> None:
+    arms = expand_arms(load_spec(EXPERIMENTS / "rq1.yaml"))
+    crews = {(a.config.crew.spec.reflection, a.config.crew.spec.prompt) for a in arms}
+    assert crews == {("on", "minimal")}
+    imps = {
+        (s.memory, s.planning, s.reflection, s.prompt)
+        for s in (a.config.impostor.spec for a in arms)
+    }
+    assert len(imps) == 16
+    assert {a.config.crew.backend for a in arms} == {a.config.impostor.backend for a in arms}
+
+
+def test_paired_seeds_arms_differ_only_in_the_swept_value() -> None:
+    spec = parse_spec(
+        _spec(
+            base={"rules": {"max_steps": 9}},
+            sweep={"axes": {"impostor.spec.memory": ["window", "semantic"]}},
+        )
+    )
+    a, b = expand_arms(spec)
+    da, db = a.game_data(7), b.game_data(7)
+    assert da["seed"] == db["seed"] == 7
+    assert da["impostor"]["spec"]["memory"] == "window"
+    assert db["impostor"]["spec"]["memory"] == "semantic"
+    da["impostor"]["spec"].pop("memory")
+    db["impostor"]["spec"].pop("memory")
+    assert da == db
+    # Roles and tasks are drawn from the seed alone, so both arms seat the same roles.
+    assert a.config.model_copy(update={"seed": 7}).seed == 7
+
+
+def test_named_axes_round_robin_and_control_arm() -> None:
+    spec = parse_spec(
+        _spec(
+            sweep={
+                "axes": {
+                    "side": [
+                        {"label": "x", "set": {"crew": {"spec": {"planning": "hierarchical"}}}},
+                        {"label": "y", "set": {"crew": {"spec": {"planning": "reactive"}}}},
+                    ]
+                }
+            },
+            round_robin={
+                "models": ["fake:a", "fake:b"],
+                "pairs": [{"label": "p", "crew": {"memory": "window"}}],
+            },
+            control=True,
+        )
+    )
+    arms = {a.name: a for a in expand_arms(spec)}
+    assert set(arms) == {
+        "x",
+        "y",
+        "c=a-i=a-p",
+        "c=a-i=b-p",
+        "c=b-i=a-p",
+        "c=b-i=b-p",
+        "control",
+    }
+    assert arms["x"].config.crew.spec.planning == "hierarchical"
+    assert arms["c=a-i=b-p"].config.crew.backend == "fake:a"
+    assert arms["c=a-i=b-p"].config.impostor.backend == "fake:b"
+    assert arms["c=a-i=b-p"].config.crew.spec.memory == "window"
+    assert arms["control"].config.crew.backend == "scripted"
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        ({"name": "t", "arms": [{"name": "a"}]}, "seeds"),
+        (_spec(sweeps={"axes": {}}), "sweeps"),
+        (_spec(seeds=[1, 1], control=True), "repeats a seed"),
+        (_spec(control=True, runner={"workers": 0}), "runner.workers"),
+        (_spec(), "no arms"),
+    ],
+)
+def test_a_bad_spec_names_the_field(data: dict[str, Any], named: str) -> None:
+    with pytest.raises(SpecError, match=named.replace(".", r"\.")):
+        parse_spec(data)
+
+
+def test_a_bad_arm_names_the_arm_and_the_config_field() -> None:
+    spec = parse_spec(_spec(arms=[{"name": "short", "overrides": {"rules": {"max_steps": 0}}}]))
+    with pytest.raises(SpecError, match=r"(?s)arm .short.*rules\.max_steps"):
+        expand_arms(spec)
+
+
+def test_duplicate_arms_and_bad_axis_values_are_refused() -> None:
+    dup = parse_spec(_spec(arms=[{"name": "a"}, {"name": "a"}]))
+    with pytest.raises(SpecError, match="appears twice"):
+        expand_arms(dup)
+    bad = parse_spec(_spec(sweep={"axes": {"side": [{"label": "x"}]}}))
+    with pytest.raises(SpecError, match=r"sweep\.axes\.side\[0\]"):
+        expand_arms(bad)
+    seeded = parse_spec(_spec(arms=[{"name": "a", "overrides": {"seed": 3}}]))
+    with pytest.raises(SpecError, match="seed"):
+        expand_arms(seeded)
+
+
+def test_estimate_prices_known_models_and_never_prices_unknown_ones_at_zero() -> None:
+    spec = parse_spec(
+        _spec(
+            arms=[
+                {
+                    "name": "mini",
+                    "overrides": {
+                        "crew": {"backend": "openai:gpt-4.1-mini"},
+                        "impostor": {"backend": "openai:gpt-4.1-mini"},
+                    },
+                },
+                {"name": "mystery", "overrides": {"impostor": {"backend": "openai:no-such"}}},
+            ],
+            estimate={"decisions_per_game": 100, "tokens_in_per_decision": 1000},
+        )
+    )
+    mini, mystery = expand_arms(spec)
+    e = arm_estimate(mini, 2, spec.estimate)
+    price = DEFAULT_PRICES["gpt-4.1-mini"]
+    per_game = (100 * 1000 * price.input_per_mtok + 100 * 250 * price.output_per_mtok) / 1e6
+    assert e.cost_usd == pytest.approx(2 * per_game)
+    assert e.tokens_in == pytest.approx(2 * 100 * 1000)
+    m = arm_estimate(mystery, 2, spec.estimate)
+    assert m.cost_usd is None and m.unknown_prices == ("openai:no-such",)
+    # The scripted crew costs nothing; only the impostor side is unpriced.
+    assert m.tokens_in == pytest.approx(2 * 100 * 1000 * 2 / 8)
+
+
+def test_dry_run_prints_arms_games_and_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tournament", str(EXPERIMENTS / "rq1.yaml"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "64 arm(s) x 3 paired seed(s) = 192 games" in out
+    total = next(line for line in out.splitlines() if line.startswith("total"))
+    assert "$" in total and "unknown" not in total
+    assert main(["tournament", str(EXPERIMENTS / "rq2.yaml"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "= 1152 games" in out
+    total = next(line for line in out.splitlines() if line.startswith("total"))
+    assert "unknown" in total and "$0.00" not in total
+
+
+def test_dry_run_of_a_broken_spec_exits_2_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nseeds: [1]\ncontrol: true\nrunner: {retries: -1}\n")
+    assert main(["tournament", str(bad), "--dry-run"]) == 2
+    assert "runner.retries" in capsys.readouterr().err
