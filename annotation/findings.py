@@ -79,8 +79,9 @@ def validate_finding(
 
     Checks, in order: the atom letter is known; the actor was an impostor; the step
     exists; the step's phase fits the atom's channel (non-verbal atoms in free roam,
-    verbal atoms in a meeting or vote); the evidence quotes the text the judge was
-    shown (`rendered`, when given) or, for detectors, is not empty.
+    verbal atoms in a meeting or vote); the evidence quotes the lines of that step in
+    the text the judge was shown (`rendered`, when given) or, for detectors, is not
+    empty.
 
     Args:
         finding: The finding.
@@ -119,8 +120,15 @@ def validate_finding(
         quote = _norm(finding.evidence)
         if len(quote) < MIN_QUOTE_CHARS:
             reason = "evidence is empty or too short to point at the log"
-        elif rendered is not None and quote not in _norm(rendered):
-            reason = "evidence does not quote the log the judge was shown"
+        elif rendered is not None:
+            tag = f"[step {finding.step}]"
+            at_step = "\n".join(ln for ln in rendered.splitlines() if ln.startswith(tag))
+            if quote not in _norm(at_step):
+                reason = (
+                    "evidence does not quote the log the judge was shown"
+                    if quote not in _norm(rendered)
+                    else f"evidence is not on the lines of step {finding.step}"
+                )
     return CheckedFinding(finding=finding, accepted=not reason, reason=reason, phase=phase)
 
 

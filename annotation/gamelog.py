@@ -229,6 +229,7 @@ def load_game(folder: Path | str) -> Game:
         task_dones=[],
     )
     traced: dict[int, StepPoses] = {}
+    called: set[int] = set()  # steps in which a meeting was called
     for ev in events:
         if ev.step > 0:
             lo, hi = g.step_ticks.get(ev.step, (ev.tick, ev.tick))
@@ -245,9 +246,14 @@ def load_game(folder: Path | str) -> Game:
                     for t, s in zip(ev.ticks, samples, strict=False)
                 )
         elif isinstance(ev, Positions):
-            if ev.cause == "step_end":
+            # Logs written before the `meeting_seats` cause label the snapshot taken after
+            # the meeting teleport `step_end` too; it comes after `meeting_start`. Read as
+            # the end of the step it would turn the teleport into flight.
+            if ev.cause == "step_end" and ev.step not in called and ev.step not in g.end_positions:
                 g.end_positions[ev.step] = ev
         elif isinstance(ev, Visibility):
+            if ev.step in called and ev.cause == "step_end":
+                ev = ev.model_copy(update={"cause": "meeting_seats"})
             g.visibility.setdefault(ev.step, []).append(ev)
         elif isinstance(ev, Kill):
             g.kills.append(ev)
@@ -257,6 +263,7 @@ def load_game(folder: Path | str) -> Game:
             g.emergencies.append(ev)
         elif isinstance(ev, MeetingStart):
             g.meetings.append(ev)
+            called.add(ev.step)
         elif isinstance(ev, MeetingEnd):
             g.meeting_ends.append(ev)
         elif isinstance(ev, Speech):

@@ -226,3 +226,24 @@ def test_unknown_detector_name(tmp_path: Path) -> None:
     game = load_game(b.write(tmp_path / "g"))
     with pytest.raises(KeyError, match="unknown detector"):
         run_detectors(game, names=["nope"])
+
+
+def test_meeting_teleport_snapshot_is_not_flight(tmp_path: Path) -> None:
+    """Older logs label the post-teleport snapshot `step_end` too; it must not read as
+    the killer running from the body."""
+    b = LogBuilder(("red", "blue"))
+    b.move(red=(40, 40), green=(41, 40), blue=(45, 40))
+    b.end_step()
+    b.begin()
+    b.kill("red", "green")
+    b.end_step()
+    b.begin()
+    b.report("pink", "green")
+    b.end_step()  # where everyone was at the call: still by the body
+    b.move(red=(0, 0), blue=(1, 0), pink=(2, 0))
+    b.end_step(sees={"red": ["blue", "pink"]})  # the seats, labelled step_end
+    b.say("pink", "green is dead")
+    b.votes({"pink": "skip"})
+    b.finish("impostors")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert not any(a in {"F", "G"} for a, _, _ in atoms)
