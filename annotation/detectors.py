@@ -42,7 +42,8 @@ class DetectorParams(BaseModel):
     """C (trace): the crewmate must move this far over those samples (two players
     standing at one station is proximity, not stalking)."""
     stalk_fallback_radius: float = Field(default=6.0, gt=0)
-    """C (no trace): a `follow` of the crewmate ending within this many blocks of it."""
+    """C (no trace): a `follow` of the crewmate at `stalk_radius` or less that ran to
+    completion, or one ending within this many blocks of it."""
     stalk_requires_kill_within: int | None = Field(default=None, ge=0)
     """C: when set, only stalking whose target is killed within this many free-roam
     steps counts; None counts every stalk (as the paper's counts do)."""
@@ -292,9 +293,10 @@ def detect_blend_in(game: Game, p: DetectorParams) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------- C
-def _follow_targets(game: Game, step: int, agent: str) -> set[str]:
+def _follow_targets(game: Game, step: int, agent: str) -> dict[str, float]:
+    """Whom the agent's program follows, at what distance (the op's default is 3)."""
     return {
-        str(op.get("agent"))
+        str(op.get("agent")): float(op.get("distance", 3.0))
         for op in _ops(game, step, agent)
         if op.get("op") == "follow" and op.get("agent")
     }
@@ -335,7 +337,19 @@ def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
                         best = (len(close), x, note)
             else:
                 end = game.end_positions.get(step)
-                for x in sorted(_follow_targets(game, step, imp) & crew):
+                prog = game.programs.get((step, imp))
+                completed = prog is not None and prog.status == "ok"
+                for x, dist in sorted(_follow_targets(game, step, imp).items()):
+                    if x not in crew:
+                        continue
+                    if completed and dist <= p.stalk_radius:
+                        # The world ran the whole follow at that distance: engine-recorded.
+                        note = (
+                            f"follow {x} at {_f(dist)} blocks ran to completion "
+                            "(program ok; poses: end-of-step positions, no trace)"
+                        )
+                        best = (1, x, note)
+                        break
                     if end is None or imp not in end.players or x not in end.players:
                         continue
                     d = distance(end.players[imp].pos, end.players[x].pos)
