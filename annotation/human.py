@@ -82,9 +82,9 @@ def read_labels(path: Path) -> list[HumanLabel]:
                 )
             rows = [(i + 2, dict(r)) for i, r in enumerate(reader)]
     elif path.suffix.lower() in {".jsonl", ".json"}:
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                rows.append((i, json.loads(line)))
+        for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if text.strip():
+                rows.append((i, json.loads(text)))
     else:
         raise ValueError(f"{path}: human labels must be a .csv or .jsonl file")
     out = []
