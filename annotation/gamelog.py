@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from controller.events import (
+    EVENT_ADAPTER,
+    SCHEMA_VERSION,
     Decision,
     Emergency,
     Event,
     GameEnd,
     GameStart,
     Kill,
+    LogVersionError,
     MeetingEnd,
     MeetingStart,
     Positions,
@@ -187,15 +190,47 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return unique
 
 
-def load_game(folder: Path | str) -> Game:
+FACT_KINDS = frozenset(
+    {"game_start", "game_end", "kill", "meeting_start", "meeting_end", "task_done", "step_start"}
+)
+"""The event kinds `game_facts` needs (a light load reads only these)."""
+
+
+def _read(path: Path, only: frozenset[str] | None) -> list[Event]:
+    if only is None:
+        return read_events(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: list[Event] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break  # a crash mid-write, as the full reader tolerates
+            raise
+        if isinstance(data.get("v", 1), int) and data.get("v", 1) > SCHEMA_VERSION:
+            raise LogVersionError(f"{path}: line {i + 1} has a newer schema version {data['v']}")
+        if data.get("kind") in only:
+            out.append(EVENT_ADAPTER.validate_python(data))
+    return out
+
+
+def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game:
     """Read and index one run folder.
+
+    Args:
+        folder: The run folder.
+        only: Read only events of these kinds (e.g. `FACT_KINDS` for statistics over
+            many games); everything by default.
 
     Raises:
         ValueError: The log has no `game_start` event.
     """
     folder = Path(folder)
     path = folder / "events.jsonl"
-    events = read_events(path)
+    events = _read(path, only)
     start = next((e for e in events if isinstance(e, GameStart)), None)
     if start is None:
         raise ValueError(f"{path}: no game_start event; not a game log")
