@@ -28,7 +28,12 @@ from annotation.analysis import analyze  # noqa: E402
 from annotation.annotate import annotate_one  # noqa: E402
 from annotation.codebook import codebook  # noqa: E402
 from annotation.detectors import DetectorParams  # noqa: E402
-from annotation.findings import CheckedFinding, Finding, read_annotations, write_annotations  # noqa: E402
+from annotation.findings import (  # noqa: E402
+    CheckedFinding,
+    Finding,
+    read_annotations,
+    write_annotations,
+)
 from annotation.gamelog import load_game  # noqa: E402
 from annotation.synthetic import AXES_LEVELS, random_game  # noqa: E402
 
