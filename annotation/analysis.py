@@ -19,7 +19,7 @@ import pandas as pd
 from annotation import agreement, stats
 from annotation.codebook import codebook
 from annotation.detectors import DETECTED_ATOMS, run_detectors
-from annotation.findings import read_annotations, validate_finding
+from annotation.findings import read_annotation_rows, validate_finding
 from annotation.gamelog import FACT_KINDS, find_runs, game_facts, load_game
 from annotation.human import HumanLabel, read_labels
 from annotation.report import (
@@ -88,20 +88,24 @@ def load_dataset(paths: list[Path], *, progress: bool = True) -> Dataset:
         console=Console(stderr=True),
         disable=not progress,
     ):
-        ann = read_annotations(folder)
-        if ann is None:
+        got = read_annotation_rows(folder)
+        if got is None:
             game = load_game(folder)
-            checked = [validate_finding(f, game) for f in run_detectors(game)]
-            on_the_fly += 1
             gid = game.game_id
+            found = [
+                {**c.finding.model_dump(by_alias=True), "accepted": c.accepted}
+                | {"reason": c.reason, "phase": c.phase}
+                for c in (validate_finding(f, game) for f in run_detectors(game))
+            ]
+            on_the_fly += 1
             judge_status = "none"
             sources: list[str] = []
         else:
+            header, found = got
             game = load_game(folder, only=FACT_KINDS)
-            checked = ann.findings
             gid = game.game_id
-            judge_status = ann.judge_status
-            sources = ann.sources
+            judge_status = str(header.get("judge_status", "none"))
+            sources = list(header.get("sources", []))
         f = game_facts(game)
         row = asdict(f)
         row.update({k: v for k, v in row.pop("axes").items()})
@@ -113,21 +117,22 @@ def load_dataset(paths: list[Path], *, progress: bool = True) -> Dataset:
                     judged.setdefault(s, []).append(gid)
         elif judge_status == "failed":
             judge_failed += 1
-        for c in checked:
-            fi = c.finding
+        for fi in found:
+            source = str(fi.get("source", ""))
+            step = fi.get("step")
             rows.append(
                 {
                     "game_id": gid,
-                    "atom": fi.atom,
-                    "step": fi.step if fi.step is not None else -1,
-                    "actor": fi.actor,
-                    "target": fi.target or "",
-                    "source": fi.source,
-                    "kind": fi.source.split(":", 1)[0],
-                    "accepted": c.accepted,
-                    "reason": c.reason,
-                    "phase": c.phase,
-                    "evidence": fi.evidence,
+                    "atom": fi.get("atom", ""),
+                    "step": step if step is not None else -1,
+                    "actor": fi.get("actor", ""),
+                    "target": fi.get("target") or "",
+                    "source": source,
+                    "kind": source.split(":", 1)[0],
+                    "accepted": bool(fi.get("accepted")),
+                    "reason": fi.get("reason", ""),
+                    "phase": fi.get("phase", ""),
+                    "evidence": fi.get("evidence", ""),
                 }
             )
     games = pd.DataFrame(facts)

@@ -24,7 +24,7 @@ from annotation.gamelog import Game, Pose, distance, previous_end, seen_by
 class DetectorParams(BaseModel):
     """The detectors' thresholds (blocks are horizontal distances, ticks are game time)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     min_witnesses: int = Field(default=1, ge=0)
     """A: how many living crewmates must have the impostor in their field of view while

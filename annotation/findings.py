@@ -256,3 +256,31 @@ def read_annotations(folder: Path) -> GameAnnotation | None:
         findings=findings,
         calls=calls,
     )
+
+
+def read_annotation_rows(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """`annotations.jsonl` as plain dicts (header, finding rows): the fast path for
+    statistics over many games. None when the game was never annotated.
+
+    Raises:
+        ValueError: The file is newer than this reader or has no header.
+    """
+    path = folder / ANNOTATIONS_FILE
+    if not path.is_file():
+        return None
+    header: dict[str, Any] | None = None
+    rows: list[dict[str, Any]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        kind = row.get("kind")
+        if kind == "finding":
+            rows.append(row)
+        elif kind == "header":
+            if int(row.get("v", 1)) > ANNOTATIONS_VERSION:
+                raise ValueError(f"{path}: newer annotations version {row['v']}")
+            header = row
+    if header is None:
+        raise ValueError(f"{path}: no header line; re-run `mineamongus annotate`")
+    return header, rows

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -196,6 +197,9 @@ FACT_KINDS = frozenset(
 """The event kinds `game_facts` needs (a light load reads only these)."""
 
 
+_KIND = re.compile(r'"kind":\s*"(\w+)"')
+
+
 def _read(path: Path, only: frozenset[str] | None) -> list[Event]:
     if only is None:
         return read_events(path)
@@ -203,6 +207,11 @@ def _read(path: Path, only: frozenset[str] | None) -> list[Event]:
     out: list[Event] = []
     for i, line in enumerate(lines):
         if not line.strip():
+            continue
+        # The writer puts `kind` right after the common fields: skip unwanted kinds
+        # (e.g. large `trace` lines) without decoding them.
+        m = _KIND.search(line, 0, 240)
+        if m is not None and m.group(1) not in only and i < len(lines) - 1:
             continue
         try:
             data = json.loads(line)

@@ -104,7 +104,8 @@ def _cluster_weights(clusters: np.ndarray, n_boot: int, rng: np.random.Generator
     """Bootstrap multiplicities per row: clusters drawn with replacement (B x rows)."""
     uniq, inv = np.unique(clusters, return_inverse=True)
     c = len(uniq)
-    draws = rng.multinomial(c, np.full(c, 1.0 / c), size=n_boot)  # B x C
+    picks = rng.integers(0, c, size=(n_boot, c)) + (np.arange(n_boot) * c)[:, None]
+    draws = np.bincount(picks.ravel(), minlength=n_boot * c).reshape(n_boot, c)  # B x C
     return draws[:, inv].astype(float)
 
 
