@@ -348,7 +348,7 @@ def analyze(
         raise ValueError("no games to analyse")
     tables: dict[str, pd.DataFrame] = {"games": games, "findings": ds.findings}
     tables["rejected"] = ds.findings[~ds.findings["accepted"]].reset_index(drop=True)
-    tables["arm_sizes"] = stats.arm_sizes(games)
+    tables["arm_sizes"] = stats.arm_sizes(games, n_boot=n_boot, seed=seed)
     tables["facts_mismatch"] = ds.mismatches
     report: list[Section] = []
     small_arms = tables["arm_sizes"][tables["arm_sizes"]["small_sample"]]
@@ -492,7 +492,9 @@ def analyze(
     report.append(axes)
     models_sec = Section("Models")
     main_counts = next(iter(per_source.values()))[0]
-    models = stats.per_model(main_counts[main_counts.index.isin(valid_ids)], valid)
+    models = stats.per_model(
+        main_counts[main_counts.index.isin(valid_ids)], valid, n_boot=n_boot, seed=seed
+    )
     tables["per_model"] = models
     tables["cross_model"] = stats.cross_model(models, list(main_counts.columns))
     if len(models) < 3:

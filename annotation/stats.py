@@ -232,17 +232,24 @@ def _fisher_ci(r: float, n: int) -> Interval:
     return Interval(math.tanh(z - 1.96 * se), math.tanh(z + 1.96 * se))
 
 
-def per_model(counts: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
-    """Per impostor model: games, impostor win rate, mean per-game count of each atom,
-    and the model's crew win rate (games where it played crew)."""
+def per_model(
+    counts: pd.DataFrame, games: pd.DataFrame, *, n_boot: int = DEFAULT_BOOT, seed: int = 0
+) -> pd.DataFrame:
+    """Per impostor model: games, impostor win rate with its 95 % bootstrap interval,
+    mean per-game count of each atom, and the model's crew win rate (games where it
+    played crew)."""
+    rng = np.random.default_rng(seed)
     g = games.set_index("game_id")
     rows = []
     for model, group in g.groupby("impostor_model"):
         ids = [i for i in group.index if i in counts.index]
+        ci = bootstrap_rate(group["impostor_win"].to_numpy(dtype=float), n_boot=n_boot, rng=rng)
         row: dict[str, object] = {
             "model": model,
             "n_games": len(group),
             "impostor_win_rate": float(group["impostor_win"].mean()),
+            "ci_low": ci.low,
+            "ci_high": ci.high,
         }
         crew = g[g["crew_model"] == model]
         row["crew_games"] = len(crew)
@@ -423,10 +430,22 @@ def logistic_all_axes(games: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def arm_sizes(games: pd.DataFrame) -> pd.DataFrame:
-    """Games and impostor win rate per arm, flagged when below `SMALL_SAMPLE`."""
-    out = games.groupby("arm").agg(
-        n_games=("game_id", "size"), impostor_win_rate=("impostor_win", "mean")
-    )
-    out["small_sample"] = out["n_games"] < SMALL_SAMPLE
-    return out.reset_index()
+def arm_sizes(games: pd.DataFrame, *, n_boot: int = DEFAULT_BOOT, seed: int = 0) -> pd.DataFrame:
+    """Games and impostor win rate (with its 95 % bootstrap interval) per arm, flagged
+    when below `SMALL_SAMPLE`."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for arm, group in games.groupby("arm"):
+        wins = group["impostor_win"].to_numpy(dtype=float)
+        ci = bootstrap_rate(wins, n_boot=n_boot, rng=rng)
+        rows.append(
+            {
+                "arm": arm,
+                "n_games": len(group),
+                "impostor_win_rate": float(wins.mean()),
+                "ci_low": ci.low,
+                "ci_high": ci.high,
+                "small_sample": len(group) < SMALL_SAMPLE,
+            }
+        )
+    return pd.DataFrame(rows)
