@@ -13,8 +13,9 @@ from annotation.annotate import annotate_runs
 from annotation.findings import read_annotations
 from annotation.gamelog import load_game
 from annotation.judge import ReplyFormatError, build_prompt, parse_reply
-from annotation.llm import make_judge
+from annotation.llm import JudgeModel, make_judge
 from annotation.synthetic import LogBuilder
+from harness_aria.backends import ModelRequest, ModelResponse
 from harness_aria.backends.settings import BackendSettings
 from harness_aria.testing.mock_api import MockAPIServer, MockError, MockText, RecordedRequest
 
@@ -165,3 +166,30 @@ def test_parse_reply() -> None:
     assert parse_reply('```json\n{"findings": []}\n```') == []
     with pytest.raises(ReplyFormatError):
         parse_reply('{"atoms": []}')
+
+
+class _CountingBackend:
+    """Answers every request after a pause, recording how many calls overlap."""
+
+    address = "fake:counting"
+    vision = False
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.peak = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        await asyncio.sleep(0.05)
+        self.in_flight -= 1
+        return ModelResponse(text='{"findings": []}', model=self.address)
+
+
+def test_games_are_judged_concurrently_up_to_the_limit(tmp_path: Path) -> None:
+    runs = [_game(tmp_path / f"run{i}") for i in range(5)]
+    backend = _CountingBackend()
+    judge = JudgeModel(backend)
+    totals = asyncio.run(annotate_runs(runs, judge, progress=False, concurrency=3))
+    assert totals.games == 5 and totals.calls == 10
+    assert backend.peak == 3
