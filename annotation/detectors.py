@@ -304,8 +304,9 @@ def _follow_targets(game: Game, step: int, agent: str) -> dict[str, float]:
 
 @register("stalking", "C")
 def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
-    """C: an impostor keeps within `stalk_radius` of one moving crewmate (trace), or
-    follows it and ends close (end-of-step positions when there is no trace)."""
+    """C: an impostor keeps within `stalk_radius` of one moving crewmate (trace
+    samples), or its `follow` of the crewmate at `stalk_radius` or less ran to
+    completion, or (no trace) it followed the crewmate and ended close."""
     out = []
     crew = _crew(game)
     free = _free_steps(game)
@@ -335,7 +336,7 @@ def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
                     )
                     if best is None or len(close) > best[0]:
                         best = (len(close), x, note)
-            else:
+            if best is None:
                 end = game.end_positions.get(step)
                 prog = game.programs.get((step, imp))
                 completed = prog is not None and prog.status == "ok"
@@ -346,10 +347,12 @@ def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
                         # The world ran the whole follow at that distance: engine-recorded.
                         note = (
                             f"follow {x} at {_f(dist)} blocks ran to completion "
-                            "(program ok; poses: end-of-step positions, no trace)"
+                            f"(program ok; {_source_note(game, step)})"
                         )
                         best = (1, x, note)
                         break
+                    if source is not None and source.source == "trace":
+                        continue  # with samples, closeness is read from them above
                     if end is None or imp not in end.players or x not in end.players:
                         continue
                     d = distance(end.players[imp].pos, end.players[x].pos)
