@@ -431,18 +431,20 @@ def logistic_all_axes(games: pd.DataFrame) -> pd.DataFrame:
 
 
 def arm_sizes(games: pd.DataFrame, *, n_boot: int = DEFAULT_BOOT, seed: int = 0) -> pd.DataFrame:
-    """Games and impostor win rate (with its 95 % bootstrap interval) per arm, flagged
-    when below `SMALL_SAMPLE`."""
+    """Valid games, invalid games, and the impostor win rate over the valid ones (with
+    its 95 % bootstrap interval) per arm, flagged when below `SMALL_SAMPLE`."""
     rng = np.random.default_rng(seed)
     rows = []
-    for arm, group in games.groupby("arm"):
+    for arm, every in games.groupby("arm"):
+        group = every[every["status"] == "ok"] if "status" in every else every
         wins = group["impostor_win"].to_numpy(dtype=float)
         ci = bootstrap_rate(wins, n_boot=n_boot, rng=rng)
         rows.append(
             {
                 "arm": arm,
                 "n_games": len(group),
-                "impostor_win_rate": float(wins.mean()),
+                "n_invalid": len(every) - len(group),
+                "impostor_win_rate": float(wins.mean()) if len(wins) else math.nan,
                 "ci_low": ci.low,
                 "ci_high": ci.high,
                 "small_sample": len(group) < SMALL_SAMPLE,
