@@ -14,6 +14,7 @@ from harness_aria.backends import (
     Backend,
     BackendError,
     BackendSettings,
+    CredentialsError,
     FakeBackend,
     Message,
     ModelRequest,
@@ -128,7 +129,14 @@ def make_judge(
         # The fake judge finds nothing: a valid, empty answer (the pipeline runs offline).
         fake = FakeBackend(parsed.model, responses={"judge": FAKE_JUDGE_REPLY})
         return JudgeModel(fake, max_tokens=max_tokens)
-    backend = make_backend(address, base_url=base_url, settings=settings)
+    try:
+        backend = make_backend(address, base_url=base_url, settings=settings)
+    except CredentialsError as exc:
+        env = str(exc).split(" ", 1)[0]
+        raise CredentialsError(
+            f"{env} is not set for the judge {address}; export it, or use --judge none "
+            "(detectors only) or --judge fake"
+        ) from exc
     return JudgeModel(backend, max_tokens=max_tokens)
 
 
