@@ -22,6 +22,9 @@ from annotation.codebook import Codebook, arc_stages_met, codebook
 
 DEFAULT_BOOT = 1000
 """Bootstrap resamples per interval."""
+BASELINE_LEVELS = frozenset({"window", "reactive", "off", "minimal", "ego"})
+"""Axis levels compared against (the simpler setting of each ARIA axis); other axes
+use the alphabetically first level."""
 SMALL_SAMPLE = 30
 """Fewer games than this per arm (or per level) and a figure says it is too small to read."""
 
@@ -326,7 +329,9 @@ def axis_marginals(
     axes = axis_columns(games)
     rows = []
     for axis in axes:
-        levels = sorted(games[axis].dropna().unique())
+        levels = sorted(
+            games[axis].dropna().unique(), key=lambda v: (v not in BASELINE_LEVELS, str(v))
+        )
         base = levels[0]
         others = [c for c in axes if c != axis] + ["seed", "impostor_model", "crew_model"]
         others = [c for c in others if c in games.columns]

@@ -92,9 +92,11 @@ def test_partial_r_matches_ols_t_statistic() -> None:
 def test_axis_marginals_z_test_and_mcnemar() -> None:
     g = _games()
     table = stats.axis_marginals(g, n_boot=200)
-    row = table[(table["axis"] == "impostor.memory") & (table["level"] == "window")].iloc[0]
-    ref = g[g["impostor.memory"] == "semantic"]
-    sub = g[g["impostor.memory"] == "window"]
+    # window is the baseline level (the simpler setting), semantic is compared with it
+    row = table[(table["axis"] == "impostor.memory") & (table["level"] == "semantic")].iloc[0]
+    assert row["vs"] == "window"
+    ref = g[g["impostor.memory"] == "window"]
+    sub = g[g["impostor.memory"] == "semantic"]
     p1, p0 = sub["impostor_win"].mean(), ref["impostor_win"].mean()
     pooled = (sub["impostor_win"].sum() + ref["impostor_win"].sum()) / N
     z = (p1 - p0) / math.sqrt(pooled * (1 - pooled) * (1 / len(sub) + 1 / len(ref)))
