@@ -397,7 +397,19 @@ def logistic_all_axes(games: pd.DataFrame) -> pd.DataFrame:
     cols += ["n_games", "n_clusters", "error"]
     if not axes:
         return pd.DataFrame([dict.fromkeys(cols, math.nan) | {"error": "no axis varies"}])
-    x = pd.get_dummies(games[axes].astype(str), drop_first=True, dtype=float)
+    cats = pd.DataFrame(
+        {
+            a: pd.Categorical(
+                games[a].astype(str),
+                categories=sorted(
+                    games[a].astype(str).unique(), key=lambda v: (v not in BASELINE_LEVELS, v)
+                ),
+            )
+            for a in axes
+        }
+    )
+    # The baseline (dropped) level of each axis is the one `axis_marginals` compares with.
+    x = pd.get_dummies(cats, drop_first=True, dtype=float)
     x = sm.add_constant(x, has_constant="add")
     y = games["impostor_win"].to_numpy(dtype=float)
     groups = games["cluster"] if "cluster" in games else games["seed"]
