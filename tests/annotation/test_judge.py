@@ -193,3 +193,24 @@ def test_games_are_judged_concurrently_up_to_the_limit(tmp_path: Path) -> None:
     totals = asyncio.run(annotate_runs(runs, judge, progress=False, concurrency=3))
     assert totals.games == 5 and totals.calls == 10
     assert backend.peak == 3
+
+
+def test_judge_through_anthropic_sdk(
+    tmp_path: Path, key: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "local-test-only")
+    run = _game(tmp_path / "run")
+    with MockAPIServer(_scripted) as api:
+        judge = make_judge(
+            "anthropic:claude-haiku-4-5", base_url=api.anthropic_base_url, settings=FAST
+        )
+        asyncio.run(annotate_runs([run], judge, progress=False))
+        assert len(api.requests) == 2 and api.requests[0].api == "anthropic"
+    ann = read_annotations(run)
+    assert ann is not None and ann.judge_status == "ok"
+    assert {(f.atom, f.step) for f in ann.accepted if f.source.startswith("judge:")} == {
+        ("E", 1),
+        ("L", 3),
+    }
