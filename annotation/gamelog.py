@@ -367,7 +367,7 @@ class GameFacts:
     winner: str | None
     ending: str
     impostor_win: int
-    """1 when the impostors won (a timeout counts as theirs, as in the paper), else 0."""
+    """1 when the recorded winner is the impostors, else 0."""
     steps: int
     kills: int
     meetings: int
@@ -389,8 +389,10 @@ def _side_model(config: dict[str, Any], side: str) -> str:
 def game_facts(game: Game) -> GameFacts:
     """Derive one game's facts from `summary.json` and `game_start` alone.
 
-    The arm is the impostor side's model and spec joined with the crew's, so games of
-    one configuration share it. A timeout ending counts as an impostor win.
+    The arm is the impostor side's model and spec, the crew's, and a hash of the rules
+    config, so games of one configuration share it (a tournament's own arm names, from
+    `games.parquet`, replace it when present). Impostor win is the winner the engine
+    recorded (its `timeout_winner` rule decides timeouts).
     """
     cfg = game.start.config or game.summary.get("config", {})
     axes: dict[str, str] = {}
@@ -401,11 +403,15 @@ def game_facts(game: Game) -> GameFacts:
                 axes[f"{side}.{axis}"] = str(spec[axis])
     imp_model = _side_model(cfg, "impostor")
     crew_model = _side_model(cfg, "crew")
+    # Arms that differ only in their rules (cooldowns, timings) must not be pooled.
+    rules = json.dumps(cfg.get("rules", {}), sort_keys=True, default=str)
+    rules_tag = hashlib.sha256(rules.encode()).hexdigest()[:8]
     arm = (
         f"imp={imp_model}/"
         + "/".join(axes.get(f"impostor.{a}", "?") for a in IMPOSTOR_AXES)
         + f" crew={crew_model}/"
         + "/".join(axes.get(f"crew.{a}", "?") for a in IMPOSTOR_AXES)
+        + f" rules={rules_tag}"
     )
     s = game.summary
     end = game.end
