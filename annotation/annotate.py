@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotation.detectors import DETECTORS, DetectorParams, run_detectors
-from annotation.findings import GameAnnotation, validate_finding, write_annotations
+from annotation.findings import (
+    GameAnnotation,
+    read_annotations,
+    validate_finding,
+    write_annotations,
+)
 from annotation.gamelog import find_runs, load_game
 from annotation.judge import Estimate, JudgeCache, estimate_game, judge_game
 from annotation.llm import JudgeModel
@@ -62,7 +67,15 @@ async def annotate_one(
         detector_params=params.model_dump(),
         findings=findings,
     )
-    if judge is not None:
+    if judge is None:
+        # Re-running the detectors alone keeps an earlier judge's work on the same log.
+        old = read_annotations(folder)
+        if old is not None and old.content_sha256 == game.content_sha256:
+            ann.findings.extend(c for c in old.findings if c.finding.source.startswith("judge:"))
+            ann.calls = old.calls
+            ann.judge_status = old.judge_status
+            ann.sources.extend(s for s in old.sources if s.startswith("judge:"))
+    else:
         cache = JudgeCache(cache_dir or folder / CACHE_DIR_NAME)
         res = await judge_game(game, judge, cache, parse_attempts=parse_attempts)
         ann.findings.extend(res.findings)

@@ -122,6 +122,11 @@ def test_judge_through_openai_sdk_with_rejections_and_cache(tmp_path: Path, key:
         ann2 = read_annotations(run)
         assert ann2 is not None
         assert [c.model_dump() for c in ann2.findings] == [c.model_dump() for c in ann.findings]
+        # detectors alone afterwards keep the judge's findings of the same log
+        asyncio.run(annotate_runs([run], None, progress=False))
+        ann3 = read_annotations(run)
+        assert ann3 is not None and ann3.judge_status == "ok"
+        assert len(ann3.findings) == len(ann.findings)
 
 
 def test_judge_failure_is_not_zero_findings(tmp_path: Path, key: None) -> None:
