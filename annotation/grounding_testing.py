@@ -9,10 +9,12 @@ visibility causes and task starts, as logs written before schema v2 do.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controller.events import (
+    Emergency,
     EventBase,
     GameEnd,
     GameStart,
@@ -35,6 +37,11 @@ from world.geometry import ShipGeometry
 from world.spec import load_map
 
 Vec3 = tuple[float, float, float]
+
+
+@functools.cache
+def _skeld() -> ShipGeometry:
+    return ShipGeometry(load_map("skeld"))
 
 
 class GameBuilder:
@@ -60,7 +67,7 @@ class GameBuilder:
         specs: Mapping[str, Mapping[str, Any]] | None = None,
         game_id: str = "g1",
     ) -> None:
-        self.geo = ShipGeometry(load_map("skeld"))
+        self.geo = _skeld()
         self.agents = list(agents)
         self.roles = {a: ("impostor" if a in impostors else "crewmate") for a in self.agents}
         self.step_ticks = step_ticks
@@ -283,6 +290,7 @@ class GameBuilder:
         if report is not None:
             self._meeting_start("report", report[0], report[1])
         elif emergency is not None:
+            self._add(Emergency(step=self.step, tick=self.tick, caller=emergency))
             self._meeting_start("emergency", emergency, None)
         return self.step
 

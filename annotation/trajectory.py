@@ -18,6 +18,8 @@ in the cafeteria then, which says nothing about free roam.
 from __future__ import annotations
 
 import bisect
+import functools
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,14 +318,21 @@ class Trajectory:
 
 
 def _geometry(start: GameStart) -> ShipGeometry | None:
+    # The map as played (`map_spec`) wins over today's packaged map of the same name.
+    key = json.dumps(start.map_spec, sort_keys=True) if start.map_spec else ""
+    return _geometry_cached(key, start.map)
+
+
+@functools.lru_cache(maxsize=8)
+def _geometry_cached(spec_json: str, name: str) -> ShipGeometry | None:
     spec: MapSpec | None = None
     try:
-        spec = parse_map(start.map_spec, "game_start.map_spec") if start.map_spec else None
+        spec = parse_map(json.loads(spec_json), "game_start.map_spec") if spec_json else None
     except MapSpecError:
         spec = None
     if spec is None:
         try:
-            spec = load_map(start.map)
+            spec = load_map(name)
         except MapSpecError:
             return None
     return ShipGeometry(spec)
