@@ -1,0 +1,155 @@
+"""How well the scripted ruler plays: meetings, ejections and endings over many seeds.
+
+Plays quick scripted games on the in-process fake world (no Minecraft, frames off)
+and reads every figure from the event logs: how many meetings each trigger calls,
+how many of them eject someone, the share of ejections that hit an impostor
+against the chance rate (the share of impostors among the living players who could
+be voted out, averaged over those same meetings), and how the games end. The rule
+paths (kill, report, button, ejection, task) are counted too, so a run shows that
+every one of them is exercised in full games.
+
+Run from the repository root: python -m benchmarks.ruler [--seeds 40] [--first 1] [--preset quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controller.cli import play_game
+from controller.config import resolve_config
+from controller.events import (
+    Emergency,
+    Event,
+    GameEnd,
+    GameStart,
+    Kill,
+    MeetingEnd,
+    MeetingStart,
+    Report,
+    TaskDone,
+    read_events,
+)
+from world.spec import load_map
+
+
+@dataclass
+class RulerStats:
+    """Figures over a set of games, all counted from their event logs."""
+
+    games: int = 0
+    meetings: Counter[str] = field(default_factory=Counter)
+    """Meetings by trigger (`report`, `emergency`)."""
+    ejecting: Counter[str] = field(default_factory=Counter)
+    """Meetings that ejected someone, by trigger."""
+    ejections: int = 0
+    impostor_hits: int = 0
+    """Ejections whose ejected player was an impostor."""
+    chance_sum: float = 0.0
+    """Sum over ejecting meetings of (living impostors / living players) at the meeting."""
+    endings: Counter[str] = field(default_factory=Counter)
+    paths: Counter[str] = field(default_factory=Counter)
+    """Rule events seen: kill, report, emergency, eject, task_done."""
+    invalid: list[str] = field(default_factory=list)
+    """Games that did not end `ok`, with their reason."""
+
+    @property
+    def hit_share(self) -> float:
+        """Share of ejections that hit an impostor (0 when nobody was ejected)."""
+        return self.impostor_hits / self.ejections if self.ejections else 0.0
+
+    @property
+    def chance(self) -> float:
+        """The hit share a random choice among the living would get, same meetings."""
+        return self.chance_sum / self.ejections if self.ejections else 0.0
+
+    def add(self, events: list[Event]) -> None:
+        """Count one game's log."""
+        start = next(e for e in events if isinstance(e, GameStart))
+        roles = start.roles
+        self.games += 1
+        meeting: MeetingStart | None = None
+        for ev in events:
+            if isinstance(ev, MeetingStart):
+                meeting = ev
+                self.meetings[ev.trigger] += 1
+            elif isinstance(ev, MeetingEnd) and meeting is not None:
+                if ev.ejected is not None:
+                    self.ejecting[meeting.trigger] += 1
+                    self.ejections += 1
+                    self.impostor_hits += roles.get(ev.ejected) == "impostor"
+                    living = meeting.order
+                    imps = sum(roles.get(a) == "impostor" for a in living)
+                    self.chance_sum += imps / len(living)
+                    self.paths["eject"] += 1
+                meeting = None
+            elif isinstance(ev, Kill):
+                self.paths["kill"] += 1
+            elif isinstance(ev, Report):
+                self.paths["report"] += 1
+            elif isinstance(ev, Emergency):
+                self.paths["emergency"] += 1
+            elif isinstance(ev, TaskDone) and not ev.fake:
+                self.paths["task_done"] += 1
+            elif isinstance(ev, GameEnd):
+                self.endings[ev.ending] += 1
+                if ev.status != "ok":
+                    self.invalid.append(f"seed {start.seed}: {ev.reason}")
+
+    def lines(self) -> list[str]:
+        """The figures as printable lines."""
+        out = [f"games: {self.games}"]
+        for trigger in ("report", "emergency"):
+            n, k = self.meetings[trigger], self.ejecting[trigger]
+            out.append(f"{trigger} meetings: {n}, ejecting: {k} ({k / n:.0%})" if n else "")
+        out = [line for line in out if line]
+        out.append(
+            f"ejections: {self.ejections}, impostors hit: {self.impostor_hits} "
+            f"({self.hit_share:.0%}) vs chance {self.chance:.0%}"
+        )
+        out.append("endings: " + ", ".join(f"{k} {v}" for k, v in sorted(self.endings.items())))
+        out.append("rule paths: " + ", ".join(f"{k} {v}" for k, v in sorted(self.paths.items())))
+        out += [f"not ok: {line}" for line in self.invalid]
+        return out
+
+
+def play_seeds(seeds: list[int], root: Path, preset: str = "quick") -> RulerStats:
+    """Play one fake-world scripted game per seed under `root` and count them."""
+    spec = load_map("skeld")
+    stats = RulerStats()
+    for seed in seeds:
+        config = resolve_config(preset, overrides={"seed": seed, "frames": "off"})
+        out = root / f"seed{seed}"
+        play_game(config, spec, "fake", out)
+        stats.add(read_events(out / "events.jsonl"))
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Play the seeds and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=40, help="how many seeds (default 40)")
+    parser.add_argument("--first", type=int, default=1, help="first seed (default 1)")
+    parser.add_argument("--preset", default="quick", help="rules preset (default quick)")
+    args = parser.parse_args(argv)
+    seeds = list(range(args.first, args.first + args.seeds))
+    stats = RulerStats()
+    spec = load_map("skeld")
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, seed in enumerate(seeds, 1):
+            config = resolve_config(args.preset, overrides={"seed": seed, "frames": "off"})
+            out = Path(tmp) / f"seed{seed}"
+            result = play_game(config, spec, "fake", out)
+            stats.add(read_events(out / "events.jsonl"))
+            print(f"[{i}/{len(seeds)}] seed {seed}: {result.ending}", file=sys.stderr)
+    for line in stats.lines():
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
