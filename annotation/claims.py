@@ -28,7 +28,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -373,32 +373,58 @@ def _rooms_of(traj: Trajectory) -> list[str]:
     return list(traj.geometry.rooms) if traj.geometry is not None else []
 
 
-_NAME = r"([A-Za-z][\w]*)"
-_ROOM = r"([A-Za-z][\w \-]*?)"
+def _legacy(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.I)
 
-RULE_TEMPLATES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("found_body", re.compile(rf"\bI found {_NAME}'s body in {_ROOM}\s*[.!]", re.I)),
-    ("in_room_tasks", re.compile(rf"\bI was in {_ROOM} doing tasks\b", re.I)),
-    ("tasks_in_room", re.compile(rf"\bI was doing tasks in {_ROOM}\s*[.!]", re.I)),
-    ("in_room", re.compile(rf"\bI was in {_ROOM}\s*[.!]", re.I)),
-    ("last_saw_near_body", re.compile(rf"\bI last saw {_NAME} near the body\b", re.I)),
-    ("saw_in_room", re.compile(rf"\bI saw {_NAME} in {_ROOM}\s*[.!]", re.I)),
-    ("suspect", re.compile(rf"\bI (?:suspect|vote for) {_NAME}\b", re.I)),
+
+_WORD = r"(?P<{}>[A-Za-z][\w]*)"
+_LEGACY_ROOM = r"(?P<room>[A-Za-z][\w \-]*?)"
+
+LEGACY_TEMPLATES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("in_room_tasks", _legacy(rf"\bI was in {_LEGACY_ROOM} doing tasks\b")),
+    ("last_saw_near_body", _legacy(rf"\bI last saw {_WORD.format('suspect')} near the body\b")),
 )
-"""The control agents' speech templates (`controller/agents/scripted.py`) as patterns."""
+"""Sentences of an older revision of the scripted speech, still found in old logs."""
+
+
+def _templates() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The scripted agents' named templates as patterns (`SPEECH_TEMPLATES` first)."""
+    from controller.agents.scripted import (
+        IMPOSTOR_TEMPLATES,
+        SPEECH_TEMPLATES,
+        template_pattern,
+    )
+
+    named = [(name, template_pattern(t)) for name, t in SPEECH_TEMPLATES.items()]
+    named += [(f"impostor_{name}", template_pattern(t)) for name, t in IMPOSTOR_TEMPLATES.items()]
+    return tuple(named) + LEGACY_TEMPLATES
 
 
 class RuleExtractor:
     """Deterministic claims from the scripted control agents' templated speech.
 
-    Each template of `RULE_TEMPLATES` yields fixed claims: "I found X's body in R" is an
-    activity `report` in R with target X; "I was in R doing tasks" and "I was doing
-    tasks in R" are a location in R and an activity `task` in R; "I last saw X near the
-    body" is a sighting of X with temporal `earlier` (the agent's memory spans rounds);
-    "I saw X in R" a sighting in R; "I suspect X" / "I vote for X" an accusation.
+    The patterns come from the agents' own named templates
+    (`controller.agents.scripted.SPEECH_TEMPLATES` and `IMPOSTOR_TEMPLATES`), so a
+    template edit cannot silently stop the extractor. Each template yields fixed claims:
+
+    * `found_body` -> activity `report` in the room, target the victim;
+    * `pressed_button` -> activity `call_meeting`;
+    * `saw_near_body`, `saw_near_scene` -> a sighting of the suspect in the room at the tick;
+    * `saw_with_victim` -> sightings of the suspect (in the room) and of the victim, at the tick;
+    * `accuse`, `impostor_pile_on` -> an accusation of the suspect;
+    * `was_in` -> a location in the room at the tick;
+    * `impostor_alibi` -> a location and an activity `task` in the room;
+    * `heard_claim`, `no_evidence`, `tasks_done` -> no claim (an opinion, nothing, or a
+      count the claim structure has no field for).
+
+    Older logs: "I was in R doing tasks" (location + task in R) and "I last saw X near
+    the body" (a sighting with temporal `earlier`: that memory spanned rounds).
     """
 
     name = "rules"
+
+    def __init__(self) -> None:
+        self.templates = _templates()
 
     def extract(self, traj: Trajectory) -> ExtractionResult:
         """Claims from every spoken turn; utterances without a template yield none."""
@@ -406,31 +432,26 @@ class RuleExtractor:
         rooms = _rooms_of(traj)
         claims: list[Claim] = []
         for t in turns:
-            claims.extend(
-                normalise_claim(c, rooms, traj.agents) for c in self.parse(t, traj.agents)
-            )
+            claims.extend(normalise_claim(c, rooms, traj.agents) for c in self.parse(t))
         return ExtractionResult(
             claims=dedupe(claims), utterances=len(turns), skipped_failed_turns=failed
         )
 
-    @staticmethod
-    def parse(turn: SpeechRecord, agents: Sequence[str]) -> list[Claim]:
-        """The claims of one utterance, in template order."""
+    def parse(self, turn: SpeechRecord) -> list[Claim]:
+        """The claims of one utterance, in the order they were said."""
         base = {"meeting": turn.meeting, "speaker": turn.speaker, "utterance": turn.utterance}
         me = turn.speaker
-        out: list[Claim] = []
-        text = turn.text
+        found: list[tuple[int, list[Claim]]] = []
         covered: list[tuple[int, int]] = []
-
-        def free(m: re.Match[str]) -> bool:
-            return not any(a <= m.start() < b for a, b in covered)
-
-        for name, pat in RULE_TEMPLATES:
-            for m in pat.finditer(text):
-                if not free(m):
+        for name, pat in self.templates:
+            for m in pat.finditer(turn.text):
+                if any(a <= m.start() < b for a, b in covered):
                     continue
                 covered.append((m.start(), m.end()))
+                g = m.groupdict()
                 frag = m.group(0).strip()
+                at = f"at tick {g['tick']}" if g.get("tick") else None
+                out: list[Claim] = []
                 if name == "found_body":
                     out.append(
                         Claim(
@@ -438,14 +459,58 @@ class RuleExtractor:
                             type="activity",
                             subject=me,
                             activity="report",
-                            target=m.group(1),
-                            room=m.group(2),
+                            target=g["victim"],
+                            room=g["room"],
                             text=frag,
                         )
                     )
-                elif name in ("in_room_tasks", "tasks_in_room"):
+                elif name == "pressed_button":
                     out.append(
-                        Claim(**base, type="location", subject=me, room=m.group(1), text=frag)
+                        Claim(
+                            **base, type="activity", subject=me, activity="call_meeting", text=frag
+                        )
+                    )
+                elif name in ("saw_near_body", "saw_near_scene", "saw_with_victim"):
+                    out.append(
+                        Claim(
+                            **base,
+                            type="sighting",
+                            subject=me,
+                            target=g["suspect"],
+                            room=g["room"],
+                            temporal=at,
+                            text=frag,
+                        )
+                    )
+                    if name == "saw_with_victim":
+                        out.append(
+                            Claim(
+                                **base,
+                                type="sighting",
+                                subject=me,
+                                target=g["victim"],
+                                temporal=at,
+                                text=frag,
+                            )
+                        )
+                elif name in ("accuse", "impostor_pile_on"):
+                    out.append(
+                        Claim(**base, type="accusation", subject=me, target=g["suspect"], text=frag)
+                    )
+                elif name == "was_in":
+                    out.append(
+                        Claim(
+                            **base,
+                            type="location",
+                            subject=me,
+                            room=g["room"],
+                            temporal=at,
+                            text=frag,
+                        )
+                    )
+                elif name in ("impostor_alibi", "in_room_tasks"):
+                    out.append(
+                        Claim(**base, type="location", subject=me, room=g["room"], text=frag)
                     )
                     out.append(
                         Claim(
@@ -453,13 +518,9 @@ class RuleExtractor:
                             type="activity",
                             subject=me,
                             activity="task",
-                            room=m.group(1),
+                            room=g["room"],
                             text=frag,
                         )
-                    )
-                elif name == "in_room":
-                    out.append(
-                        Claim(**base, type="location", subject=me, room=m.group(1), text=frag)
                     )
                 elif name == "last_saw_near_body":
                     out.append(
@@ -467,27 +528,13 @@ class RuleExtractor:
                             **base,
                             type="sighting",
                             subject=me,
-                            target=m.group(1),
+                            target=g["suspect"],
                             temporal="earlier",
                             text=frag,
                         )
                     )
-                elif name == "saw_in_room":
-                    out.append(
-                        Claim(
-                            **base,
-                            type="sighting",
-                            subject=me,
-                            target=m.group(1),
-                            room=m.group(2),
-                            text=frag,
-                        )
-                    )
-                elif name == "suspect":
-                    out.append(
-                        Claim(**base, type="accusation", subject=me, target=m.group(1), text=frag)
-                    )
-        return out
+                found.append((m.start(), out))
+        return [c for _, cs in sorted(found, key=lambda x: x[0]) for c in cs]
 
 
 EXTRACTION_PROMPT = """You read statements from a social deduction game like Among Us, \

@@ -119,13 +119,19 @@ def _talk_game() -> Trajectory:
     g.free_roam({"red": ["admin"]}, emergency="red")
     g.talk(
         [
-            ("red", "I was in admin doing tasks. I saw nothing."),
+            (
+                "red",
+                "I pressed the emergency button. I saw Pink with Blue in admin at tick 40. "
+                "I suspect Pink. I was in admin at tick 90. I have done 1 of my 3 tasks.",
+            ),
             (
                 "green",
-                "I found Blue's body in electrical. I last saw Pink near the body. I suspect pink.",
+                "I found Blue's body in electrical. I saw Pink next to Blue's body in "
+                "electrical at tick 70. I suspect Pink.",
             ),
             ("pink", "I was doing tasks in medbay. I suspect Green too."),
-            ("orange", "I was in Med Bay doing tasks. I was in Med Bay doing tasks."),
+            ("orange", "I was in Med Bay doing tasks. I last saw Pink near the body."),
+            ("blue", "I have no evidence against anyone. I believe Green."),
         ]
     )
     return build_trajectory(g.end())
@@ -137,18 +143,34 @@ def test_rule_extractor_parses_the_scripted_templates() -> None:
         (c.speaker, c.type, c.subject, c.room, c.activity, c.target, c.temporal) for c in res.claims
     ]
     assert got == [
-        ("red", "location", "red", "admin", None, None, None),
-        ("red", "activity", "red", "admin", "task", None, None),
+        ("red", "activity", "red", None, "call_meeting", None, None),
+        ("red", "sighting", "red", "admin", None, "pink", "at tick 40"),
+        ("red", "sighting", "red", None, None, "blue", "at tick 40"),
+        ("red", "accusation", "red", None, None, "pink", None),
+        ("red", "location", "red", "admin", None, None, "at tick 90"),
         ("green", "activity", "green", "electrical", "report", "blue", None),
-        ("green", "sighting", "green", None, None, "pink", "earlier"),
+        ("green", "sighting", "green", "electrical", None, "pink", "at tick 70"),
         ("green", "accusation", "green", None, None, "pink", None),
         ("pink", "location", "pink", "medbay", None, None, None),
         ("pink", "activity", "pink", "medbay", "task", None, None),
         ("pink", "accusation", "pink", None, None, "green", None),
+        # An older revision's sentences, still read from old logs.
         ("orange", "location", "orange", "medbay", None, None, None),
         ("orange", "activity", "orange", "medbay", "task", None, None),
+        ("orange", "sighting", "orange", None, None, "pink", "earlier"),
     ]
-    assert res.utterances == 4
+    assert res.utterances == 5
+
+
+def test_rule_extractor_follows_the_agents_templates(monkeypatch: pytest.MonkeyPatch) -> None:
+    import controller.agents.scripted as scripted
+
+    monkeypatch.setitem(scripted.SPEECH_TEMPLATES, "was_in", "My spot was {room} at tick {tick}.")
+    g = GameBuilder()
+    g.free_roam({"red": ["admin"]}, emergency="red")
+    g.talk([("red", "My spot was admin at tick 90.")])
+    (c,) = RuleExtractor().extract(build_trajectory(g.end())).claims
+    assert (c.type, c.room, c.temporal) == ("location", "admin", "at tick 90")
 
 
 def _answer(claims: list[dict[str, object]]) -> str:
@@ -177,6 +199,7 @@ def test_model_extractor_through_the_fake_backend_with_cache(tmp_path: Path) -> 
         ),
         "not json",
         BackendError("rate_limit", "429 after retries"),
+        _answer([]),
     ]
     backend = FakeBackend("x", script=answers)
     cache = ExtractionCache(tmp_path / "cache.jsonl")
@@ -212,4 +235,6 @@ def test_cache_key_covers_model_prompt_speaker_meeting_and_message() -> None:
 def test_model_extractor_accepts_a_registry_backend() -> None:
     backend = make_backend("fake")
     res = ModelExtractor(backend, ExtractionCache(None)).extract(_talk_game())
-    assert res.claims == [] and res.utterances == 4  # the default fake answers no claims
+    # The default fake answer holds no `claims` list: an unusable answer, counted.
+    assert res.claims == [] and res.utterances == 5 and len(res.failures) == 5
+    assert {f.error_kind for f in res.failures} == {"model"}
