@@ -293,19 +293,7 @@ def read_claims(path: str | Path) -> list[Claim]:
     Raises:
         ValueError: a line is not JSON or lacks a required field (names the line and field).
     """
-    out = []
-    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append(Claim.model_validate_json(line))
-        except ValidationError as exc:
-            fields = ", ".join(".".join(str(p) for p in e["loc"]) or "?" for e in exc.errors())
-            raise ValueError(
-                f"{path}:{i}: not a claim ({fields}: {exc.errors()[0]['msg']}); each line "
-                "needs meeting, speaker, utterance, type and subject (see docs/grounding.md)"
-            ) from exc
-    return out
+    return [c for _, c in read_claim_rows(path)]
 
 
 def write_claims(path: str | Path, rows: Iterable[BaseModel]) -> None:
@@ -720,3 +708,33 @@ class ModelExtractor:
                 log.info("%s: extracted %d/%d utterances", traj.game_id, i, len(turns))
         result.claims = dedupe(claims)
         return result
+
+
+def read_claim_rows(path: str | Path) -> list[tuple[str | None, Claim]]:
+    """Claims from a JSONL file with the game each names (its `game` field, if any).
+
+    Raises:
+        ValueError: a line is not JSON or lacks a required field (names the line and field).
+    """
+    out: list[tuple[str | None, Claim]] = []
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{i}: not JSON ({exc.msg}); one claim object a line") from exc
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}:{i}: expected a JSON object (one claim a line)")
+        try:
+            claim = Claim.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "?"
+            raise ValueError(
+                f"{path}:{i}: field {loc!r}: {err['msg']}; each line needs meeting, speaker, "
+                "utterance, type and subject (see docs/grounding.md)"
+            ) from exc
+        game = raw.get("game")
+        out.append((str(game) if game else None, claim))
+    return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -461,14 +462,18 @@ def cluster_bootstrap(
                 np.where(d > 0, num[i].sum(axis=axis) / np.where(d > 0, d, 1), np.nan)
             )
 
-    res = stats.bootstrap(
-        (np.arange(n),),
-        ratio,
-        vectorized=True,
-        n_resamples=resamples,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
+    with warnings.catch_warnings():
+        # The interval is read off the resampled distribution below; scipy's warning
+        # that its own interval is degenerate (every game alike) is expected then.
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        res = stats.bootstrap(
+            (np.arange(n),),
+            ratio,
+            vectorized=True,
+            n_resamples=resamples,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
     dist = dist[~np.isnan(dist)]
     if dist.size == 0:
@@ -636,3 +641,205 @@ RATE_METRICS = frozenset(
 """Metrics that are rates (shown as percentages)."""
 
 Formatter = Callable[[float | None], str]
+
+
+# --------------------------------------------------------------------- running
+
+
+@dataclass
+class AuditOutput:
+    """What `run_audit` wrote."""
+
+    out: Path
+    games: int
+    claims: int
+    files: list[Path] = field(default_factory=list)
+    exclusions: dict[str, int] = field(default_factory=dict)
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """Run folders under the given paths (a run folder, or a tournament holding runs).
+
+    Raises:
+        FileNotFoundError: a path does not exist or holds no `events.jsonl`.
+    """
+    runs: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f"{p} does not exist (give a run folder or a tournament)")
+        if (p / "events.jsonl").is_file():
+            runs.append(p)
+            continue
+        found = sorted(e.parent for e in p.rglob("events.jsonl"))
+        if not found:
+            raise FileNotFoundError(f"{p} holds no events.jsonl (not a run or tournament folder)")
+        runs.extend(found)
+    return list(dict.fromkeys(runs))
+
+
+def run_audit(
+    paths: Sequence[str | Path],
+    *,
+    out: Path,
+    extractor: Any = None,
+    claims_file: Path | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> AuditOutput:
+    """Audit runs: extract (or read) claims, verify them, compute and write the tables.
+
+    Args:
+        paths: Run folders or tournament folders.
+        out: Output folder (`claims.jsonl`, `metrics_*.csv|parquet`, ...).
+        extractor: An `Extractor` (used when `claims_file` is None).
+        claims_file: Supplied claims (JSONL); each needs `game` when several games are
+            audited.
+        seed: Seed of the bootstrap resampling.
+        progress: Called with one line per game.
+
+    Returns:
+        What was written.
+
+    Raises:
+        ValueError: neither extractor nor claims, or supplied claims that name no game.
+    """
+    from annotation.audit import audit_claims
+    from annotation.claims import Claim, read_claim_rows, write_claims
+    from annotation.trajectory import load_trajectory
+
+    if extractor is None and claims_file is None:
+        raise ValueError("give an extractor (--extractor rules|BACKEND) or --claims FILE")
+    runs = find_runs(paths)
+    supplied: list[tuple[str | None, Claim]] = read_claim_rows(claims_file) if claims_file else []
+    if claims_file and len(runs) > 1 and any(g is None for g, _ in supplied):
+        raise ValueError(
+            f"{claims_file}: several games are audited, so every claim needs a `game` field "
+            "(the game id from game_start / summary.json)"
+        )
+    audited: list[AuditedClaim] = []
+    rows: list[MetricRow] = []
+    lift: list[LiftRow] = []
+    exclusions: dict[str, int] = defaultdict(int)
+    control: list[MetricRow] = []
+    for i, run in enumerate(runs, start=1):
+        traj = load_trajectory(run)
+        extraction: ExtractionResult | None = None
+        if claims_file is not None:
+            claims = [c for g, c in supplied if g is None or g == traj.game_id]
+        else:
+            extraction = extractor.extract(traj)
+            claims = extraction.claims
+        done = audit_claims(traj, claims)
+        gm = game_metrics(traj, done, extraction)
+        audited.extend(done)
+        rows.extend(gm.rows)
+        lift.extend(gm.lift)
+        if gm.control:
+            control.extend(gm.rows)
+        for k, v in gm.exclusions.items():
+            exclusions[k] += v
+        if progress:
+            verdicts: dict[str, int] = defaultdict(int)
+            for c in done:
+                verdicts[c.verdict] += 1
+            summary = " ".join(f"{k}={v}" for k, v in sorted(verdicts.items()))
+            progress(f"[{i}/{len(runs)}] {traj.game_id}: {len(done)} claims ({summary})")
+    out.mkdir(parents=True, exist_ok=True)
+    write_claims(out / "claims.jsonl", audited)
+    files = [out / "claims.jsonl"]
+    files += write_table(metric_dicts(rows), out / "metrics_games")
+    files += write_table(pool(rows, seed=seed), out / "metrics_pooled")
+    files += write_table([r.model_dump() for r in lift], out / "detection_lift")
+    files += write_table(pool_lift(lift, seed=seed), out / "detection_lift_pooled")
+    files += write_table(noise_ruler(control), out / "noise_ruler")
+    files += write_table(
+        [{"what": k, "count": v} for k, v in sorted(exclusions.items())], out / "exclusions"
+    )
+    return AuditOutput(
+        out=out, games=len(runs), claims=len(audited), files=files, exclusions=dict(exclusions)
+    )
+
+
+REPORT_METRICS = (
+    ("crew_win", "game"),
+    ("ejection_accuracy", "game"),
+    ("vote_accuracy", "crewmate"),
+    ("truthfulness", "crewmate"),
+    ("spatial_hallucination", "crewmate"),
+    ("unsupported_accusation", "crewmate"),
+    ("accusation_accuracy", "crewmate"),
+    ("lie_detection", "crewmate"),
+    ("truthfulness", "impostor"),
+    ("deception_rate", "impostor"),
+    ("deception_sophistication", "impostor"),
+    ("cooldown_utilization", "impostor"),
+)
+"""The headline rows of the report section (QUACK's main table)."""
+
+
+def grounding_report_section(audit_dir: str | Path) -> str:
+    """A Markdown section for the `analyze` report from an audit folder's tables.
+
+    Args:
+        audit_dir: A folder written by `run_audit` (`mineamongus audit`).
+
+    Returns:
+        Markdown: headline metrics with intervals, detection lift by meeting, the noise
+        ruler and the exclusions.
+    """
+    import pyarrow.parquet as pq
+
+    d = Path(audit_dir)
+
+    def read(name: str) -> list[dict[str, Any]]:
+        p = d / f"{name}.parquet"
+        return list(pq.read_table(p).to_pylist()) if p.is_file() else []
+
+    lines = ["## Grounding audit", ""]
+    pooled = read("metrics_pooled")
+    lines += ["| metric | role | model | games | value | 95 % CI |", "|---|---|---|---|---|---|"]
+    for metric, role in REPORT_METRICS:
+        for r in pooled:
+            if r["metric"] == metric and r["role"] == role:
+                pct = metric in RATE_METRICS
+                ci = f"{fmt(r['ci_low'], pct)} – {fmt(r['ci_high'], pct)}"
+                lines.append(
+                    f"| {metric} | {role} | {r['model']} | {r['n_games']} | "
+                    f"{fmt(r['value'], pct)} | {ci} |"
+                )
+    lines += [
+        "",
+        "Detection lift (hit minus chance), by meeting:",
+        "",
+        "| kind | role | model | meeting | n | lift | 95 % CI |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in read("detection_lift_pooled"):
+        lines.append(
+            f"| {r['kind']} | {r['role']} | {r['model']} | {r['meeting']} | {r['n']} | "
+            f"{fmt(r['lift'])} | {fmt(r['ci_low'])} – {fmt(r['ci_high'])} |"
+        )
+    ruler = read("noise_ruler")
+    if ruler:
+        lines += [
+            "",
+            "Noise ruler (spread over all-scripted control games):",
+            "",
+            "| metric | role | games | mean | sd | min – max |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in ruler:
+            if (r["metric"], r["role"]) in REPORT_METRICS:
+                lines.append(
+                    f"| {r['metric']} | {r['role']} | {r['n_games']} | {fmt(r['mean'])} "
+                    f"| {fmt(r['sd'])} | {fmt(r['min'])} – {fmt(r['max'])} |"
+                )
+    exc = read("exclusions")
+    if exc:
+        lines += [
+            "",
+            "Excluded and counted: "
+            + ", ".join(f"{r['what']} {r['count']}" for r in exc if r["count"])
+            or "nothing",
+        ]
+    return "\n".join(lines) + "\n"

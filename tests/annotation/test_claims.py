@@ -103,7 +103,7 @@ def test_claims_round_trip_as_jsonl_and_accept_quack_aliases(tmp_path: Path) -> 
 def test_a_malformed_claim_file_names_the_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"meeting": 1, "speaker": "red", "type": "location"}\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl:1: .*utterance"):
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: field .utterance."):
         read_claims(path)
 
 
