@@ -170,8 +170,11 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
     default = _free_span(traj, m.round_first_step, m.step)
     if default is None:
         return f"meeting {m.index} has no free-roam steps before it"
-    d_first, d_last, d_t0, _ = default
-    d_t1 = m.tick
+    d_first, d_last, d_t0, d_end = default
+    # The calling step's end: the meeting's moment in a v2 log (the world freezes at the
+    # call); in older logs the world played the step out after the call, and the agents'
+    # last observations come from that end.
+    d_t1 = max(m.tick, d_end)
 
     def win(first: int, last: int, rule: str, duration: Duration | None = None) -> Window | str:
         span = _free_span(traj, first, min(last, m.step))
@@ -182,7 +185,7 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
             first_step=f,
             last_step=lst,
             first_tick=t0,
-            last_tick=min(t1, m.tick),
+            last_tick=min(t1, d_t1),
             rule=rule,
             duration=duration,
         )
