@@ -403,6 +403,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
     meeting_started_in: set[int] = set()
     end_seen: set[int] = set()
     open_attempts: dict[tuple[str, int], TaskAttempt] = {}
+    seen_starts: set[tuple[str, int, int]] = set()
     current_meeting: MeetingRecord | None = None
     last_meeting_end_step = 0
     last_meeting_end_tick = 0
@@ -410,8 +411,11 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
 
     def open_attempt(agent: str, station: int, tick: int, step: int, fake: bool) -> None:
         key = (agent, station)
-        if key in open_attempts:
+        # The same start is reported by `task_start` and by the program's `mark`, in
+        # either order (v2 logs rule events before the program that caused them).
+        if key in open_attempts or (agent, station, tick) in seen_starts:
             return
+        seen_starts.add((agent, station, tick))
         att = TaskAttempt(
             agent=agent,
             station=station,
@@ -530,6 +534,8 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             close_attempt(ev.agent, ev.station, ev.tick, step, "interrupted", ev.reason)
         elif isinstance(ev, TaskDone):
             if (ev.agent, ev.station) not in open_attempts:
+                # v1 logs have no task_start: the program's mark (logged earlier) opened
+                # the attempt, or nothing did and the task's own start tick is used.
                 begin = ev.start_tick if ev.start_tick is not None else ev.tick
                 open_attempt(ev.agent, ev.station, begin, step, ev.fake)
             close_attempt(ev.agent, ev.station, ev.tick, step, "faked" if ev.fake else "done")

@@ -77,3 +77,17 @@ def test_meeting_teleport_never_overwrites_the_calling_position() -> None:
     traj = build_trajectory(_game().end())
     assert traj.players["green"][3].room == "electrical"
     assert traj.room_at("green", 300) == "electrical"
+
+
+def test_a_start_reported_twice_in_either_order_is_one_attempt() -> None:
+    # v2 logs write task_start/task_done before the program whose marks repeat them.
+    events = _game().end()
+    programs = [e for e in events if e.kind == "program"]
+    rest = [e for e in events if e.kind != "program"]
+    at = max(i for i, e in enumerate(rest) if e.kind == "task_done" and e.step == 1) + 1
+    traj = build_trajectory(rest[:at] + programs + rest[at:])
+    assert [(a.agent, a.station, a.outcome) for a in traj.attempts] == [
+        ("red", 11, "done"),
+        ("pink", 13, "faked"),
+    ]
+    assert traj.players["red"][2].tasks == {}
