@@ -14,10 +14,11 @@ the rule is in `docs/grounding.md`), and gets a verdict with its evidence:
 
 Accusations are scored on two axes instead of a verdict (their verdict is
 `unverifiable`): `hit` (the target is an impostor) and `grounded` (the accuser could
-have observed evidence: it saw the target at a kill, near a body, at the kill site in
-the kill's round, or the target made a claim, before the accusation, that verified
-false). Defenses get a verdict from the defender's sight of the defended in the window,
-`hit` (the defended is a crewmate) and `grounded` (that sight).
+have observed evidence: it saw the target at a kill, near a body, with the victim
+before the kill, at the kill site in the kill's round, or the target made a claim,
+before the accusation, that verified false). Defenses get a verdict from the
+defender's sight of the defended in the window, `hit` (the defended is a crewmate) and
+`grounded` (that sight).
 """
 
 from __future__ import annotations
@@ -700,8 +701,16 @@ class _Auditor:
             if k.tick > m.tick:
                 continue
             r0, r1 = next(((a, b) for a, b in rounds if a <= k.tick <= b), (k.tick, m.tick))
+            with_victim = {
+                s.tick
+                for s in t.sightings
+                if s.viewer == accuser and s.target == k.victim and s.fov and not s.body
+            }
             for s in seen_fov:
                 if not s.fov or not (r0 <= s.tick <= r1):
+                    continue
+                if s.tick <= k.tick and s.tick in with_victim:
+                    out.append({"kind": "saw_with_victim", "tick": s.tick, "victim": k.victim})
                     continue
                 pos = t.pos_at(target, s.tick)
                 room = t.room_at(target, s.tick)

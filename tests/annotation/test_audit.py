@@ -146,6 +146,27 @@ def test_appendix_d_accusing_while_having_seen_no_one() -> None:
     assert {g["kind"] for g in row.evidence["grounds"]} >= {"saw_at_kill"}
 
 
+def test_accusation_grounded_by_seeing_the_target_with_the_victim() -> None:
+    g = GameBuilder()
+    g.free_roam(
+        {"pink": ["admin"], "blue": ["admin"], "red": ["admin"]}, sees={"red": ["pink", "blue"]}
+    )
+    g.free_roam(
+        {"pink": ["storage"], "blue": ["storage"], "red": ["o2"]}, kills=[("pink", "blue", 50, {})]
+    )
+    g.free_roam({"green": ["storage"]}, report=("green", "blue"))
+    g.talk([("red", "I saw Pink with Blue in admin at tick 100. I suspect Pink.")])
+    t = build_trajectory(g.end())
+    (row,) = audit_claims(t, [claim(type="accusation", target="pink")])
+    assert row.grounded is True
+    assert [x["kind"] for x in row.evidence["grounds"]] == ["saw_with_victim"]
+    # Seeing the target alone, far from the kill, is no ground.
+    (row,) = audit_claims(
+        t, [claim(type="accusation", target="pink", speaker="orange", subject="orange")]
+    )
+    assert row.grounded is False
+
+
 def test_appendix_d_task_claimed_in_a_room_where_none_was_done() -> None:
     # Language-action inconsistency: pink faked a task in security, claims medbay.
     t = game()
