@@ -716,6 +716,14 @@ def run_audit(
             f"{claims_file}: several games are audited, so every claim needs a `game` field "
             "(the game id from game_start / summary.json)"
         )
+    if supplied:
+        ids = {load_trajectory(r).game_id for r in runs}
+        unknown = sorted({g for g, _ in supplied if g is not None and g not in ids})
+        if unknown:
+            raise ValueError(
+                f"{claims_file}: claims name games not among the audited runs: "
+                f"{', '.join(unknown)} (audited: {', '.join(sorted(ids))})"
+            )
     audited: list[AuditedClaim] = []
     rows: list[MetricRow] = []
     lift: list[LiftRow] = []

@@ -128,6 +128,13 @@ def test_bad_input_gets_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixt
     bad.write_text('{"meeting": 1, "speaker": "red", "type": "location"}\n')
     assert main(["audit", str(run), "--claims", str(bad)]) == 2
     assert "bad.jsonl:1: field 'utterance'" in capsys.readouterr().err
+    other = tmp_path / "other.jsonl"
+    other.write_text(
+        '{"game": "zz", "meeting": 1, "speaker": "red", "utterance": 1, '
+        '"type": "location", "subject": "red", "room": "admin"}\n'
+    )
+    assert main(["audit", str(run), "--claims", str(other)]) == 2
+    assert "not among the audited runs: zz" in capsys.readouterr().err
     assert main(["audit", str(tmp_path / "nowhere")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["audit", str(run), str(run)]) == 2
