@@ -248,6 +248,7 @@ class Trajectory:
     status: str = "ok"
     end_tick: int = 0
     flags: list[str] = field(default_factory=list)
+    _roam_cache: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ queries
     def model_of(self, agent: str) -> str:
@@ -292,18 +293,27 @@ class Trajectory:
             out.append(s)
         return out
 
+    def _roam_samples(self, agent: str) -> list[Sample]:
+        cache = self._roam_cache
+        if agent not in cache:
+            cache[agent] = [
+                s
+                for s in self.samples.get(agent, [])
+                if self.steps.get(s.step) is None
+                or self.steps[s.step].phase in ("free_roam", "setup")
+            ]
+        return cache[agent]
+
     def room_at(self, agent: str, tick: int) -> str | None:
         """The room of the agent's last free-roam sample at or before `tick`."""
-        samples = self.samples.get(agent, [])
-        ticks = [s.tick for s in samples]
-        i = bisect.bisect_right(ticks, tick) - 1
+        samples = self._roam_samples(agent)
+        i = bisect.bisect_right([s.tick for s in samples], tick) - 1
         return samples[i].room if i >= 0 else None
 
     def pos_at(self, agent: str, tick: int) -> Vec3 | None:
-        """The position of the agent's last sample at or before `tick`."""
-        samples = self.samples.get(agent, [])
-        ticks = [s.tick for s in samples]
-        i = bisect.bisect_right(ticks, tick) - 1
+        """The position of the agent's last free-roam sample at or before `tick`."""
+        samples = self._roam_samples(agent)
+        i = bisect.bisect_right([s.tick for s in samples], tick) - 1
         return samples[i].pos if i >= 0 else None
 
     def meeting(self, index: int) -> MeetingRecord | None:
