@@ -478,8 +478,8 @@ class _Auditor:
                 "tick": s.tick,
                 "step": s.step,
                 "cause": s.cause,
-                "target_room": t.room_at(target, s.tick),
-                "viewer_room": t.room_at(claim.subject, s.tick),
+                "target_room": t.room_at(target, s.tick, s.step),
+                "viewer_room": t.room_at(claim.subject, s.tick, s.step),
             }
             for s in fov
         ]
@@ -688,10 +688,15 @@ class _Auditor:
         """What the accuser could have observed against the target before meeting `m`."""
         t = self.traj
         out: list[dict[str, Any]] = []
+        # Sight at a round's start (everyone on the meeting seats) is no evidence.
         seen_fov = [
             s
             for s in t.sightings
-            if s.viewer == accuser and s.target == target and not s.body and s.tick <= m.tick
+            if s.viewer == accuser
+            and s.target == target
+            and not s.body
+            and not s.round_start
+            and s.tick <= m.tick
         ]
         for s in seen_fov:
             if s.cause == "kill" and s.subject == target and (s.fov or s.near):
@@ -704,7 +709,11 @@ class _Auditor:
             with_victim = {
                 s.tick
                 for s in t.sightings
-                if s.viewer == accuser and s.target == k.victim and s.fov and not s.body
+                if s.viewer == accuser
+                and s.target == k.victim
+                and s.fov
+                and not s.body
+                and not s.round_start
             }
             for s in seen_fov:
                 if not s.fov or not (r0 <= s.tick <= r1):
@@ -712,8 +721,8 @@ class _Auditor:
                 if s.tick <= k.tick and s.tick in with_victim:
                     out.append({"kind": "saw_with_victim", "tick": s.tick, "victim": k.victim})
                     continue
-                pos = t.pos_at(target, s.tick)
-                room = t.room_at(target, s.tick)
+                pos = t.pos_at(target, s.tick, s.step)
+                room = t.room_at(target, s.tick, s.step)
                 close = (
                     pos is not None
                     and math.dist((pos[0], pos[2]), (k.pos[0], k.pos[2])) <= NEAR_BODY_BLOCKS

@@ -367,6 +367,10 @@ class GameBuilder:
                 Eject(step=self.step, tick=self.tick, agent=ejected, role=self.roles[ejected])
             )
             self.status[ejected] = "ejected"
+        # Everyone still in play sits on the meeting seats as the next round begins.
+        living = [a for a in self.agents if self.status[a] == "alive"]
+        self._snapshot("vote_end")
+        self._visibility({a: [b for b in living if b != a] for a in living})
 
     def end(self, winner: str = "crew", ending: str = "impostors_ejected") -> list[Any]:
         """Close the game and return its events."""

@@ -93,6 +93,8 @@ class Sighting:
     subject: str | None
     """The killer, reporter or caller of a rule event's visibility."""
     body: bool = False
+    round_start: bool = False
+    """Seen as a round began (set-up or the end of a vote), before anyone moved."""
 
 
 @dataclass
@@ -304,17 +306,25 @@ class Trajectory:
             ]
         return cache[agent]
 
-    def room_at(self, agent: str, tick: int) -> str | None:
-        """The room of the agent's last free-roam sample at or before `tick`."""
+    def _sample_at(self, agent: str, tick: int, step: int | None) -> Sample | None:
         samples = self._roam_samples(agent)
+        if step is not None:
+            own = [s for s in samples if s.step == step and s.tick <= tick]
+            if own:
+                return own[-1]
         i = bisect.bisect_right([s.tick for s in samples], tick) - 1
-        return samples[i].room if i >= 0 else None
+        return samples[i] if i >= 0 else None
 
-    def pos_at(self, agent: str, tick: int) -> Vec3 | None:
+    def room_at(self, agent: str, tick: int, step: int | None = None) -> str | None:
+        """The room of the agent's last free-roam sample at or before `tick` (of `step`
+        when given: a round's start and the previous round's end share a tick)."""
+        s = self._sample_at(agent, tick, step)
+        return s.room if s else None
+
+    def pos_at(self, agent: str, tick: int, step: int | None = None) -> Vec3 | None:
         """The position of the agent's last free-roam sample at or before `tick`."""
-        samples = self._roam_samples(agent)
-        i = bisect.bisect_right([s.tick for s in samples], tick) - 1
-        return samples[i].pos if i >= 0 else None
+        s = self._sample_at(agent, tick, step)
+        return s.pos if s else None
 
     def meeting(self, index: int) -> MeetingRecord | None:
         """The meeting with this index, or None."""
@@ -463,30 +473,35 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             seats = ev.cause == "meeting_seats" or (
                 step in meeting_started_in and step in end_snapshot
             )
-            if seats or ev.cause in ("vote_end", "meeting_call"):
+            if seats or ev.cause == "meeting_call":
                 continue
-            end_snapshot[step] = {}
-            step_end_tick[step] = ev.tick
+            phase = phase_of.get(step, "free_roam")
+            # Where everyone stood when a round began (set-up, the end of a vote) is the
+            # first sample of the next free-roam step.
+            at = step + 1 if (phase in ("setup", "voting") or ev.cause == "vote_end") else step
+            if ev.cause != "vote_end" or step not in end_snapshot:
+                end_snapshot[step] = {}
+                step_end_tick[step] = ev.tick
             for agent, snap in ev.players.items():
                 alive = snap.status == "alive"
-                end_snapshot[step][agent] = (snap.pos, room_of(snap.pos, snap.room), alive)
+                room = room_of(snap.pos, snap.room)
+                end_snapshot[step][agent] = (snap.pos, room, alive)
                 if alive:
                     samples.setdefault(agent, []).append(
-                        Sample(
-                            ev.tick,
-                            step,
-                            snap.pos,
-                            snap.yaw,
-                            room_of(snap.pos, snap.room),
-                            "positions",
-                        )
+                        Sample(ev.tick, at, snap.pos, snap.yaw, room, "positions")
                     )
         elif isinstance(ev, Visibility):
+            phase = phase_of.get(step, "free_roam")
             seats = (
-                ev.cause in ("meeting_seats", "setup")
-                or step == 0
+                ev.cause == "meeting_seats"
+                or phase == "meeting"
                 or (ev.cause == "step_end" and step in meeting_started_in and step in end_seen)
             )
+            # What everyone saw when a round began (set-up, or the end of the vote, both
+            # before anyone moved) is the first sight of the next free-roam step.
+            at = step + 1 if (phase in ("setup", "voting") or ev.cause == "setup") else step
+            if not seats and ev.cause == "step_end" and phase == "free_roam":
+                end_seen.add(step)
             target_list = traj.seat_sightings if seats else traj.sightings
             for viewer in set(ev.sees) | set(ev.near):
                 fov = set(ev.sees.get(viewer, []))
@@ -495,13 +510,14 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
                     target_list.append(
                         Sighting(
                             ev.tick,
-                            step,
+                            at,
                             viewer,
                             target,
                             target in fov,
                             target in near,
                             ev.cause,
                             ev.subject,
+                            round_start=at != step,
                         )
                     )
             for viewer in set(ev.bodies) | set(ev.bodies_near):
@@ -511,7 +527,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
                     target_list.append(
                         Sighting(
                             ev.tick,
-                            step,
+                            at,
                             viewer,
                             target,
                             target in fov,
@@ -519,10 +535,9 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
                             ev.cause,
                             ev.subject,
                             body=True,
+                            round_start=at != step,
                         )
                     )
-            if not seats and ev.cause == "step_end":
-                end_seen.add(step)
         elif isinstance(ev, ProgramRun):
             for pe in ev.events:
                 if pe.get("kind") != "mark":

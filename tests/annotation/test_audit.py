@@ -167,6 +167,26 @@ def test_accusation_grounded_by_seeing_the_target_with_the_victim() -> None:
     assert row.grounded is False
 
 
+def test_a_round_start_on_the_seats_is_real_sight_but_no_evidence() -> None:
+    t = game()
+    start = t.meetings[0].end_step
+    assert start is not None
+    # Red saw pink on the seats as round 2 began: a true sighting in the cafeteria...
+    (row,) = audit_claims(
+        t,
+        [
+            claim(
+                meeting=2, type="sighting", target="pink", room="cafeteria", temporal="at the start"
+            )
+        ],
+    )
+    assert row.verdict == "true"
+    assert row.evidence["sightings"][0]["step"] == start + 1
+    # ...but sitting together is no evidence against anyone.
+    (row,) = audit_claims(t, [claim(meeting=2, type="accusation", target="pink")])
+    assert row.grounded is False
+
+
 def test_appendix_d_task_claimed_in_a_room_where_none_was_done() -> None:
     # Language-action inconsistency: pink faked a task in security, claims medbay.
     t = game()
