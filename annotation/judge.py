@@ -1,0 +1,313 @@
+"""The LLM judge: two passes per game (non-verbal over actions, verbal over meetings).
+
+Each pass sends the codebook rows of its channel (from `atoms.yaml`), its rules and the
+game's rendering (`annotation.render`). The reply's findings are validated against the
+game (`annotation.findings.validate_finding`); rejected ones are kept with the reason.
+Replies are cached by (judge model, prompt hash, game content hash): a re-run with the
+same judge, prompts and log makes no call. A reply that is not the asked-for JSON is
+asked again (up to `parse_attempts`); a backend failure after its retries marks the
+game's judge status `failed` (its atoms are then unknown, never zero).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from annotation.codebook import Codebook, codebook
+from annotation.findings import CheckedFinding, Finding, JudgeCall, validate_finding
+from annotation.gamelog import Game
+from annotation.llm import JudgeCallError, JudgeModel, count_tokens, estimate_cost
+from annotation.render import RENDER_VERSION, render_nonverbal, render_verbal
+
+PassName = Literal["nonverbal", "verbal"]
+PASSES: tuple[PassName, ...] = ("nonverbal", "verbal")
+PROMPT_DIR = Path(__file__).with_name("prompts")
+
+
+def _template(name: str) -> str:
+    return (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class PassPrompt:
+    """One pass's prompt for one game."""
+
+    pass_: PassName
+    system: str
+    user: str
+    rendered: str
+    prompt_sha256: str
+    """Hash of everything but the game: system text, template, codebook rows, render version."""
+
+
+def build_prompt(game: Game, pass_: PassName, book: Codebook | None = None) -> PassPrompt:
+    """The system and user text of one pass for one game."""
+    book = book or codebook()
+    system = _template("judge_system")
+    template = _template(f"judge_{pass_}")
+    table = book.table(book.letters_of(pass_))
+    fixed = "\n".join([system, template, table, f"render v{RENDER_VERSION}"])
+    prompt_hash = hashlib.sha256(fixed.encode("utf-8")).hexdigest()
+    rendered = render_nonverbal(game) if pass_ == "nonverbal" else render_verbal(game)
+    user = (
+        template.replace("{codebook}", table)
+        .replace("{impostors}", ", ".join(game.impostors))
+        .replace("{log}", rendered.rstrip("\n"))
+    )
+    return PassPrompt(
+        pass_=pass_, system=system, user=user, rendered=rendered, prompt_sha256=prompt_hash
+    )
+
+
+class JudgeCache:
+    """Judge replies on disk, one JSON file per (model, prompt hash, game hash).
+
+    Args:
+        folder: Where the files live (created on first write).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @staticmethod
+    def key(model: str, prompt_sha256: str, content_sha256: str) -> str:
+        """The cache key."""
+        return hashlib.sha256(f"{model}\n{prompt_sha256}\n{content_sha256}".encode()).hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """A stored reply, or None."""
+        path = self.folder / f"{key}.json"
+        if not path.is_file():
+            return None
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+    def put(self, key: str, data: dict[str, Any]) -> None:
+        """Store a reply (written whole, then renamed into place)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f"{key}.json.tmp"
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self.folder / f"{key}.json")
+
+
+@dataclass
+class JudgeResult:
+    """One game's judge output."""
+
+    status: Literal["ok", "failed"]
+    findings: list[CheckedFinding] = field(default_factory=list)
+    calls: list[JudgeCall] = field(default_factory=list)
+
+
+class ReplyFormatError(ValueError):
+    """The judge's reply is not a JSON object with a `findings` list."""
+
+
+def parse_reply(text: str) -> list[Any]:
+    """The `findings` list of a reply (a code fence around the JSON is tolerated).
+
+    Raises:
+        ReplyFormatError: Not JSON, not an object, or no `findings` list.
+    """
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`")
+        body = body[body.find("{") :] if "{" in body else body
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ReplyFormatError(f"reply is not JSON: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
+        raise ReplyFormatError("reply is not an object with a `findings` list")
+    findings: list[Any] = data["findings"]
+    return findings
+
+
+def check_items(
+    items: list[Any], game: Game, prompt: PassPrompt, source: str, book: Codebook
+) -> list[CheckedFinding]:
+    """Turn a reply's items into checked findings (malformed items are kept, rejected)."""
+    out: list[CheckedFinding] = []
+    seen: set[tuple[Any, ...]] = set()
+    allowed = set(book.letters_of(prompt.pass_))
+    for item in items:
+        if not isinstance(item, dict):
+            bad = Finding(
+                atom="?", step=None, actor="?", evidence=json.dumps(item)[:200], source=source
+            )
+            out.append(CheckedFinding(finding=bad, accepted=False, reason="malformed finding"))
+            continue
+        step = item.get("step")
+        try:
+            step_n = int(step) if step is not None else None
+        except (TypeError, ValueError):
+            step_n = None
+        atom = str(item.get("atom", "")).strip().upper()
+        f = Finding(
+            atom=atom,
+            step=step_n,
+            actor=str(item.get("actor", "")).strip().lower(),
+            evidence=str(item.get("evidence") or item.get("evidence_quote") or ""),
+            source=source,
+            target=(str(item["target"]).lower() if item.get("target") else None),
+            rationale=str(item.get("rationale", "")),
+            pass_=prompt.pass_,
+        )
+        if atom in book.letters and atom not in allowed:
+            out.append(
+                CheckedFinding(
+                    finding=f,
+                    accepted=False,
+                    reason=f"atom {atom} is not a {prompt.pass_} atom (asked in the other pass)",
+                )
+            )
+            continue
+        checked = validate_finding(f, game, rendered=prompt.rendered, book=book)
+        key = (f.atom, f.step, f.actor)
+        if checked.accepted and prompt.pass_ == "nonverbal" and key in seen:
+            checked = checked.model_copy(
+                update={"accepted": False, "reason": "duplicate (one per step, actor and atom)"}
+            )
+        seen.add(key)
+        out.append(checked)
+    return out
+
+
+async def judge_game(
+    game: Game,
+    model: JudgeModel,
+    cache: JudgeCache | None,
+    *,
+    parse_attempts: int = 3,
+    book: Codebook | None = None,
+) -> JudgeResult:
+    """Both passes over one game.
+
+    Args:
+        game: The game.
+        model: The judge.
+        cache: Where replies are cached (None: no cache).
+        parse_attempts: Tries per pass while the reply is not the asked-for JSON.
+        book: The codebook.
+    """
+    book = book or codebook()
+    source = f"judge:{model.address}"
+    result = JudgeResult(status="ok")
+    for pass_ in PASSES:
+        if pass_ == "verbal" and not game.meetings:
+            continue  # nothing was said: no call, no findings
+        prompt = build_prompt(game, pass_, book)
+        key = JudgeCache.key(model.address, prompt.prompt_sha256, game.content_sha256)
+        stored = cache.get(key) if cache else None
+        if stored is not None:
+            items = parse_reply(stored["text"])
+            result.findings.extend(check_items(items, game, prompt, source, book))
+            result.calls.append(
+                JudgeCall(
+                    pass_=pass_,
+                    model=model.address,
+                    status="ok",
+                    cached=True,
+                    tokens_in=int(stored.get("tokens_in", 0)),
+                    tokens_out=int(stored.get("tokens_out", 0)),
+                    cost_usd=0.0,
+                    prompt_sha256=prompt.prompt_sha256,
+                )
+            )
+            continue
+        tokens_in = tokens_out = attempts = 0
+        cost = latency = 0.0
+        error_class = error = ""
+        items_ok: list[Any] | None = None
+        text = ""
+        for _ in range(max(1, parse_attempts)):
+            try:
+                reply = await model.complete(prompt.system, prompt.user)
+            except JudgeCallError as exc:
+                error_class, error = exc.error_class, str(exc)
+                break
+            tokens_in += reply.tokens_in
+            tokens_out += reply.tokens_out
+            cost += reply.cost_usd
+            attempts += reply.attempts
+            latency += reply.latency_ms
+            text = reply.text
+            try:
+                items_ok = parse_reply(text)
+                error_class = error = ""
+                break
+            except ReplyFormatError as exc:
+                error_class, error = "bad_reply", str(exc)
+        call = JudgeCall(
+            pass_=pass_,
+            model=model.address,
+            status="ok" if items_ok is not None else "failed",
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=cost,
+            attempts=attempts,
+            latency_ms=latency,
+            error_class=error_class,
+            error=error,
+            prompt_sha256=prompt.prompt_sha256,
+        )
+        result.calls.append(call)
+        if items_ok is None:
+            result.status = "failed"
+            continue
+        if cache is not None:
+            cache.put(
+                key,
+                {
+                    "text": text,
+                    "model": model.address,
+                    "pass": pass_,
+                    "tokens_in": tokens_in,
+                    "tokens_out": tokens_out,
+                    "cost_usd": cost,
+                },
+            )
+        result.findings.extend(check_items(items_ok, game, prompt, source, book))
+    return result
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A dry run's estimate for one game."""
+
+    game_id: str
+    calls: int
+    cached: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+
+
+def estimate_game(
+    game: Game,
+    address: str,
+    cache: JudgeCache | None,
+    *,
+    expected_out: int = 2000,
+    book: Codebook | None = None,
+) -> Estimate:
+    """Tokens and list-price cost the judge would spend on a game (cached passes cost 0)."""
+    calls = cached = tin = tout = 0
+    for pass_ in PASSES:
+        if pass_ == "verbal" and not game.meetings:
+            continue
+        prompt = build_prompt(game, pass_, book)
+        key = JudgeCache.key(address, prompt.prompt_sha256, game.content_sha256)
+        if cache is not None and cache.get(key) is not None:
+            cached += 1
+            continue
+        calls += 1
+        tin += count_tokens(prompt.system + prompt.user)
+        tout += expected_out
+    cost = estimate_cost(address, tin, tout)
+    return Estimate(game.game_id, calls, cached, tin, tout, cost)

@@ -1,0 +1,142 @@
+"""`annotate` and `analyze` end to end on synthetic games (fake judge, no network)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sys
+import types
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from annotation import report
+from annotation.llm import make_judge
+from annotation.report import ReportContext, Section, Text
+from annotation.synthetic import random_game
+from controller.cli import main
+from harness_aria.backends import ModelRequest
+
+STEP = re.compile(r"^\[step (\d+)\] free roam", re.M)
+IMPS = re.compile(r"impostors: (\w+), (\w+)")
+
+
+def _judge_script(request: ModelRequest) -> str:
+    """Label B on the first free-roam step of the non-verbal log, quoting its header."""
+    user = request.messages[-1].text
+    if "Pass: NON-VERBAL" not in user:
+        return '{"findings": []}'
+    m = STEP.search(user)
+    imps = IMPS.search(user)
+    assert m and imps
+    step = int(m.group(1))
+    finding = {
+        "atom": "B",
+        "step": step,
+        "actor": imps.group(1),
+        "evidence": f"[step {step}] free roam",
+    }
+    return json.dumps({"findings": [finding, {**finding, "actor": "nobody"}]})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("tournament")
+    rng = random.Random(5)
+    for i in range(12):
+        spec = {"memory": "window" if i % 2 else "semantic", "planning": "reactive"}
+        random_game(root / f"g{i:02d}", rng, seed=i // 2, spec=spec, model=f"fake:m{(i // 2) % 3}")
+    return root
+
+
+def test_annotate_cli_detectors_only(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["annotate", str(runs), "--judge", "none", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["games"] == 12 and out["calls"] == 0
+    assert all((runs / f"g{i:02d}" / "annotations.jsonl").is_file() for i in range(12))
+
+
+def test_annotate_dry_run_estimates(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["annotate", str(runs), "--judge", "openai:gpt-4.1-mini", "--dry-run"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["games"] == 12 and out["calls"] > 0 and out["tokens_in"] > 0
+    assert out["cost_usd"] > 0
+
+
+def test_bad_detector_threshold_names_the_field(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["annotate", str(runs), "--detector", "stalk_radious=3"]) == 2
+    assert "stalk_radius" in capsys.readouterr().err
+
+
+def test_analyze_report_tables_figures(runs: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    from annotation.annotate import annotate_runs
+
+    judge = make_judge("fake:judge", script=_judge_script)
+    asyncio.run(annotate_runs([runs], judge, progress=False))
+    first = sorted(runs.glob("g*"))[0]
+    gid = json.loads((first / "summary.json").read_text())["game_id"]
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "annotator,game,atom,step,actor,evidence\n"
+        f"h1,{gid},B,1,red,walks\nh2,{gid},B,1,red,walks\nh2,{first.name},E,2,red,kill\n"
+    )
+    results = runs / "results"
+    results.mkdir(exist_ok=True)
+    table = pd.DataFrame({"game_id": [gid], "winner": ["nobody"], "arm": ["armX"]})
+    table.to_parquet(results / "games.parquet")
+    out = tmp_path / "analysis"
+    extra = Section("Extra analysis", [Text("added by a caller")])
+    from annotation.analysis import analyze
+
+    tables = analyze([runs], out, human=[labels], n_boot=200, progress=False, sections=[extra])
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    assert "too small a sample to read" in md
+    assert "## Atoms and impostor win (judge:fake:judge)" in md
+    assert "## Extra analysis" in md and "added by a caller" in html
+    assert "data:image/png;base64," in html
+    for name in ("rpb", "partial_rpb", "axis_marginals", "logit", "cross_model", "agreement"):
+        assert (out / "tables" / f"{name}.parquet").is_file()
+        assert (out / "tables" / f"{name}.csv").is_file()
+    assert len(list((out / "figures").glob("*.png"))) >= 4
+    rejected = tables["rejected"]
+    assert (rejected["reason"].str.contains("not a seat")).sum() == 12
+    jd = tables["judge_detector_agreement"]
+    assert set(jd["atom"]) == set("ABCDEFGHI")
+    agree = tables["agreement"]
+    assert "human:h1 vs human:h2" in set(agree["pair"])
+    assert agree[agree["kind"] == "judge-human"]["paper_kappa"].eq(0.709).all()
+    mism = tables["facts_mismatch"]
+    assert set(mism["column"]) == {"winner", "arm"}
+    assert "disagreement(s) between games.parquet and the logs" in md
+    assert tables["games"].set_index("game_id").at[gid, "arm"] == "armX"
+    marg = tables["axis_marginals"]
+    assert set(marg["axis"]) == {"impostor.memory"}
+    assert marg["n_pairs"].max() > 0  # games 2k, 2k+1 share a seed: paired
+    (results / "games.parquet").unlink()
+
+
+def test_section_providers_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = types.ModuleType("annotation.grounding_fake")
+
+    def report_sections(context: ReportContext) -> list[Section]:
+        return [Section("Grounding", [Text(f"{len(context.folders)} runs")])]
+
+    mod.report_sections = report_sections  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "annotation.grounding_fake", mod)
+    real = report.pkgutil.iter_modules
+
+    def fake_iter(path: object) -> list[object]:
+        found = list(real(path))  # type: ignore[arg-type]
+        return [*found, types.SimpleNamespace(name="grounding_fake")]
+
+    monkeypatch.setattr(report.pkgutil, "iter_modules", fake_iter)
+    ctx = ReportContext(folders=[tmp_path], games=pd.DataFrame(), out=tmp_path)
+    sections = report.extra_sections(ctx)
+    assert [s.title for s in sections] == ["Grounding"]

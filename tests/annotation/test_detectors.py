@@ -1,0 +1,249 @@
+"""Detectors on hand-built logs whose true atoms are known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from annotation.detectors import DETECTED_ATOMS, DetectorParams, run_detectors
+from annotation.findings import validate_finding
+from annotation.gamelog import load_game
+from annotation.synthetic import LogBuilder
+
+CREW_SEES_NOTHING = {a: [] for a in ("green", "pink", "orange", "yellow", "black", "white")}
+
+
+def _atoms(folder: Path, params: DetectorParams | None = None) -> set[tuple[str, int, str]]:
+    game = load_game(folder)
+    found = run_detectors(game, params)
+    for f in found:  # detector findings must pass the same validation as a judge's
+        assert validate_finding(f, game).accepted, f
+    return {(f.atom, f.step or 0, f.actor) for f in found}
+
+
+def _kill_cycle(tmp_path: Path, *, watched: bool, flee: bool, meeting_next: bool) -> Path:
+    """red stalks green (trace), kills it, flees; blue stands by and leaves too."""
+    b = LogBuilder(("red", "blue"))
+    b.move(red=(0, 0), blue=(30, 30), green=(2, 0), pink=(-40, -40))
+    b.end_step()
+    b.begin()  # step 1: red follows green closely while green walks
+    b.decide("red", [{"op": "follow", "agent": "green", "distance": 2}], "stalking green")
+    b.decide("blue", [{"op": "go_to", "room": "hallway"}])
+    b.trace(
+        {
+            "red": [(i * 1.0, 0) for i in range(8)],
+            "green": [(i * 1.0 + 2, 0) for i in range(8)],
+            "blue": [(30, 30 - i) for i in range(8)],
+            "pink": [(-40, -40)] * 8,
+        }
+    )
+    b.end_step(sees={"green": [], "pink": []})
+    b.begin()  # step 2: the kill at tick T, unseen (or seen by pink)
+    b.decide("red", [{"op": "kill", "target": "green"}], "killing green unseen")
+    b.move(blue=(12, 4))
+    b.trace({"red": [(8, 0)], "green": [(9, 0)], "blue": [(12, 4)], "pink": [(-40, -40)]})
+    b.kill("red", "green")
+    b.visibility({"pink": ["red"] if watched else []}, cause="kill", subject="red")
+    b.advance(10)
+    away = 20.0 if flee else 0.0
+    b.trace(
+        {
+            "red": [(8 + away * i / 5, 0) for i in range(6)],
+            "blue": [(12 + away * i / 5, 4) for i in range(6)],
+            "pink": [(-40, -40)] * 6,
+        }
+    )
+    b.end_step(sees={"pink": []}, bodies={"red": ["green"] if not flee else [], "blue": []})
+    b.begin()  # step 3: red walks on (or a meeting is called first)
+    if meeting_next:
+        b.report("pink", "green")
+        b.end_step()
+        b.say("pink", "I found green.")
+        b.votes({"pink": "skip", "red": "skip", "blue": "skip"})
+    else:
+        b.decide("red", [{"op": "go_to", "room": "admin"}], "walking away")
+        b.trace({"red": [(30, 0), (32, 0)], "blue": [(40, 4), (40, 5)], "pink": [(-40, -40)] * 2})
+        b.end_step()
+    b.finish("impostors")
+    return b.write(tmp_path / "game")
+
+
+def test_kill_cycle_found(tmp_path: Path) -> None:
+    atoms = _atoms(_kill_cycle(tmp_path, watched=False, flee=True, meeting_next=False))
+    assert ("C", 1, "red") in atoms
+    assert ("E", 2, "red") in atoms
+    assert ("F", 2, "red") in atoms
+    assert ("G", 2, "blue") in atoms
+    assert not any(a == "C" and actor == "blue" for a, _, actor in atoms)
+
+
+def test_seen_kill_is_not_witness_aware(tmp_path: Path) -> None:
+    atoms = _atoms(_kill_cycle(tmp_path, watched=True, flee=True, meeting_next=False))
+    assert not any(a == "E" for a, _, _ in atoms)
+    assert ("F", 2, "red") in atoms
+
+
+def test_onlooker_channel_near(tmp_path: Path) -> None:
+    folder = _kill_cycle(tmp_path, watched=False, flee=True, meeting_next=False)
+    # With the 360-degree channel and no `near` data, nobody was near: still E.
+    atoms = _atoms(folder, DetectorParams(onlooker_channel="near"))
+    assert ("E", 2, "red") in atoms
+
+
+def test_staying_at_the_body_is_not_flight_and_visible_body_is_not_reported(
+    tmp_path: Path,
+) -> None:
+    atoms = _atoms(_kill_cycle(tmp_path, watched=False, flee=False, meeting_next=False))
+    assert not any(a in {"F", "G"} and s == 2 for a, s, _ in atoms)
+    assert ("H", 3, "red") in atoms
+    assert ("F", 3, "red") in atoms  # it left in the next step: still within flight_steps
+    params = DetectorParams(flight_steps=0)
+    assert not any(a == "F" for a, _, _ in _atoms(tmp_path / "game", params))
+
+
+def test_no_non_report_when_a_meeting_comes_first(tmp_path: Path) -> None:
+    atoms = _atoms(_kill_cycle(tmp_path, watched=False, flee=False, meeting_next=True))
+    assert not any(a == "H" for a, _, _ in atoms)
+
+
+def test_stationary_neighbour_is_not_stalking(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.trace({"red": [(0, 0)] * 8, "green": [(1, 0)] * 8, "blue": [(20, 20)] * 8})
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert not any(a == "C" for a, _, _ in atoms)
+
+
+def test_fake_mission_needs_a_watcher(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "use_station", "station": 4}], "faking a task")
+    b.task_start("red", 4)
+    b.decide("blue", [{"op": "use_station", "station": 5}], "faking a task")
+    b.task_start("blue", 5)
+    b.end_step(sees={"pink": ["red"], "green": ["blue", "red"], "yellow": []})
+    b.begin()
+    b.task_start("red", 6)
+    b.end_step(sees={"pink": [], "blue": ["red"]})  # only the teammate watches
+    b.finish("crew", "tasks_done")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert {("A", 1, "red"), ("A", 1, "blue")} <= atoms
+    assert ("A", 2, "red") not in atoms
+
+
+def test_blend_in_is_movement_only(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.move(red=(0, 0), blue=(0, 10), green=(50, 50))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "go_to", "room": "admin"}], "wandering aimlessly")
+    b.decide("blue", [{"op": "follow", "agent": "green"}], "stalking")
+    b.move(red=(10, 0), blue=(20, 30))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "go_to", "room": "admin"}], "standing around")
+    b.move(red=(11, 0))  # moved one block: not wandering
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert ("B", 1, "red") in atoms
+    assert ("B", 1, "blue") not in atoms
+    assert ("B", 2, "red") not in atoms
+
+
+def test_joint_motor_needs_both(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.move(red=(0, 0), blue=(40, 0), green=(20, 20))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "follow", "agent": "green"}])
+    b.decide("blue", [{"op": "follow", "agent": "green"}])
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "follow", "agent": "green"}])
+    b.decide("blue", [{"op": "go_to", "room": "admin"}])
+    b.move(blue=(-40, -40))
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert {("D", 1, "red"), ("D", 1, "blue")} <= atoms
+    assert not any(a == "D" and s == 2 for a, s, _ in atoms)
+
+
+def test_self_report(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.kill("red", "green")
+    b.end_step()
+    b.begin()
+    b.report("blue", "green")
+    b.end_step()
+    b.say("blue", "I found green's body.")
+    b.votes({"blue": "skip"})
+    b.begin()
+    b.kill("red", "pink")
+    b.report("yellow", "pink")
+    b.end_step()
+    b.finish("impostors")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert ("I", 2, "blue") in atoms
+    assert not any(a == "I" and actor == "yellow" for a, _, actor in atoms)
+
+
+def test_end_of_step_fallback_says_so(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.move(red=(0, 0), green=(1, 0))
+    b.end_step()
+    b.begin()
+    b.kill("red", "green")
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "go_to", "room": "admin"}])
+    b.move(red=(30, 0))
+    b.end_step()
+    b.finish("impostors")
+    game = load_game(b.write(tmp_path / "g"))
+    flights = [f for f in run_detectors(game) if f.atom == "F"]
+    assert len(flights) == 1 and flights[0].step == 2
+    assert "end-of-step positions" in flights[0].evidence
+    kills = [f for f in run_detectors(game) if f.atom == "E"]
+    assert kills and "no visibility at the kill" in kills[0].evidence
+
+
+def test_detected_atoms_cover_a_to_i() -> None:
+    assert set("ABCDEFGHI") <= set(DETECTED_ATOMS)
+
+
+def test_unknown_detector_name(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.finish("crew", "tasks_done")
+    game = load_game(b.write(tmp_path / "g"))
+    with pytest.raises(KeyError, match="unknown detector"):
+        run_detectors(game, names=["nope"])
+
+
+def test_meeting_teleport_snapshot_is_not_flight(tmp_path: Path) -> None:
+    """Older logs label the post-teleport snapshot `step_end` too; it must not read as
+    the killer running from the body."""
+    b = LogBuilder(("red", "blue"))
+    b.move(red=(40, 40), green=(41, 40), blue=(45, 40))
+    b.end_step()
+    b.begin()
+    b.kill("red", "green")
+    b.end_step()
+    b.begin()
+    b.report("pink", "green")
+    b.end_step()  # where everyone was at the call: still by the body
+    b.move(red=(0, 0), blue=(1, 0), pink=(2, 0))
+    b.end_step(sees={"red": ["blue", "pink"]})  # the seats, labelled step_end
+    b.say("pink", "green is dead")
+    b.votes({"pink": "skip"})
+    b.finish("impostors")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert not any(a in {"F", "G"} for a, _, _ in atoms)
