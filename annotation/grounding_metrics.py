@@ -444,7 +444,7 @@ def cluster_bootstrap(
     Returns:
         The pooled value and interval (None bounds with fewer than 2 games).
     """
-    from scipy import stats  # type: ignore[import-untyped]
+    from scipy import stats
 
     num = np.asarray(nums, dtype=float)
     den = np.asarray(dens, dtype=float)
@@ -588,8 +588,8 @@ def noise_ruler(rows: Iterable[MetricRow]) -> list[dict[str, Any]]:
 
 def write_table(rows: Sequence[dict[str, Any]], stem: Path) -> list[Path]:
     """Write rows as `<stem>.csv` and `<stem>.parquet` (columns from the first row)."""
-    import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     stem.parent.mkdir(parents=True, exist_ok=True)
     cols = list(rows[0].keys()) if rows else ["empty"]
@@ -851,3 +851,74 @@ def grounding_report_section(audit_dir: str | Path) -> str:
             or "nothing",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _existing_audit(context_out: Path, folders: Sequence[Path]) -> Path | None:
+    for cand in [context_out / "audit", *(Path(f) / "audit" for f in folders)]:
+        if (cand / "metrics_pooled.parquet").is_file():
+            return cand
+    return None
+
+
+def report_sections(context: Any) -> list[Any]:
+    """The grounding audit's sections of the `analyze` report.
+
+    Uses an audit already written (in the report's folder, or in the analysed folder:
+    `mineamongus audit` output, e.g. from a model extractor); otherwise audits the
+    analysed runs with the rule extractor into `<report folder>/audit`.
+
+    Args:
+        context: `annotation.report.ReportContext`.
+
+    Returns:
+        `annotation.report.Section`s: headline metrics with intervals, detection lift by
+        meeting, the noise ruler, exclusions.
+    """
+    import pandas as pd
+
+    from annotation.claims import RuleExtractor
+    from annotation.report import Section, Table, Text, Warning_
+
+    folders = [Path(f) for f in context.folders]
+    audit_dir = _existing_audit(Path(context.out), folders)
+    note = f"Audit tables from `{audit_dir}`." if audit_dir else ""
+    if audit_dir is None:
+        audit_dir = Path(context.out) / "audit"
+        run_audit(folders, out=audit_dir, extractor=RuleExtractor())
+        note = (
+            f"Claims extracted with the rule extractor (scripted templates only) into "
+            f"`{audit_dir}`; run `mineamongus audit --extractor BACKEND` for model speech."
+        )
+    import pyarrow.parquet as pq
+
+    def read(name: str) -> pd.DataFrame:
+        p = audit_dir / f"{name}.parquet"
+        return pq.read_table(p).to_pandas() if p.is_file() else pd.DataFrame()
+
+    pooled = read("metrics_pooled")
+    blocks: list[Any] = [Text(note)]
+    if not pooled.empty:
+        keep = pooled[
+            [(m, r) in REPORT_METRICS for m, r in zip(pooled.metric, pooled.role, strict=True)]
+        ]
+        blocks.append(
+            Table(
+                keep[["metric", "role", "model", "n_games", "value", "ci_low", "ci_high"]],
+                "Headline metrics (95 % cluster bootstrap)",
+            )
+        )
+        blocks.append(Table(pooled, "Every metric, pooled", max_rows=400))
+    lift = read("detection_lift_pooled")
+    if not lift.empty:
+        blocks.append(Table(lift, "Detection lift (hit minus chance) by meeting index"))
+    ruler = read("noise_ruler")
+    if not ruler.empty:
+        blocks.append(Table(ruler, "Noise ruler: spread over all-scripted control games"))
+    else:
+        blocks.append(
+            Warning_("No all-scripted control games: no noise ruler to read differences against.")
+        )
+    exc = read("exclusions")
+    if not exc.empty and exc["count"].sum():
+        blocks.append(Table(exc[exc["count"] > 0], "Excluded and counted"))
+    return [Section("Grounding audit", blocks)]
