@@ -880,6 +880,8 @@ def report_sections(context: Any) -> list[Any]:
     from annotation.report import Section, Table, Text, Warning_
 
     folders = [Path(f) for f in context.folders]
+    if not any(f.is_dir() and next(f.rglob("events.jsonl"), None) for f in folders):
+        return []  # no game logs among the analysed folders: nothing to audit
     audit_dir = _existing_audit(Path(context.out), folders)
     note = f"Audit tables from `{audit_dir}`." if audit_dir else ""
     if audit_dir is None:
