@@ -324,3 +324,15 @@ def test_v1_log_absence_is_unverifiable_not_false() -> None:
     t = build_trajectory(g.end())
     assert verdict_of(t, claim(type="location", room="storage"))[0] == "unverifiable"
     assert verdict_of(t, claim(type="location", room="electrical"))[0] == "true"
+
+
+def test_defenses_rest_on_the_defenders_own_sight() -> None:
+    t = game()
+    (row,) = audit_claims(t, [claim(type="defense", target="green")])
+    assert (row.verdict, row.hit, row.grounded) == ("true", True, True)
+    (row,) = audit_claims(t, [claim(type="defense", target="orange")])
+    assert (row.verdict, row.grounded) == ("unverifiable", False)
+    (row,) = audit_claims(
+        t, [claim(type="defense", target="pink", speaker="orange", subject="orange")]
+    )
+    assert (row.verdict, row.hit) == ("true", False)  # vouching for an impostor it saw
