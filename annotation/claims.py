@@ -1,0 +1,740 @@
+"""Claims made in meetings: one structure, normalisation, and two extractors.
+
+A claim is one checkable statement in one meeting utterance (one JSON object a line in
+`claims.jsonl`), the same structure whether an extractor produced it or it was supplied
+from outside:
+
+    {"meeting": 1, "speaker": "red", "utterance": 1, "type": "location",
+     "subject": "red", "room": "admin", "route": null, "target": null,
+     "activity": null, "temporal": null, "confidence": null, "text": "I was in admin."}
+
+`type` is one of `CLAIM_TYPES`. `subject` is whom the claim is about (the speaker for
+"I ..."; the accuser for an accusation; the defender for a defense); `target` is the
+player seen, accused or defended. Rooms, players and activities are normalised
+(`normalise_room`, `normalise_player`, `normalise_activity`); a value that cannot be
+normalised is kept as written and the audit marks the claim `unverifiable` with the
+reason, never an error.
+
+Extractors: `RuleExtractor` (`--extractor rules`) parses the scripted control agents'
+templated speech deterministically; `ModelExtractor` asks any harness backend
+(`fake`, `openai:...`, `anthropic:...`) with a fixed, versioned prompt, and caches each
+answer by (model, prompt version, speaker, meeting, message hash).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from annotation.trajectory import SpeechRecord, Trajectory
+
+log = logging.getLogger(__name__)
+
+ClaimType = Literal["location", "sighting", "activity", "accusation", "defense"]
+CLAIM_TYPES: tuple[str, ...] = ("location", "sighting", "activity", "accusation", "defense")
+"""The five claim types."""
+
+
+class Claim(BaseModel):
+    """One claim from one meeting utterance.
+
+    Unknown field names are ignored; QUACK-style aliases are accepted (`accuser` and
+    `defender` for `subject`, `defended` for `target`, `basis` is kept in `text` only).
+    `type` is kept as written so that an unknown type is audited `unverifiable`.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    meeting: int
+    """The meeting's index (1-based, as in `meeting_start.index`)."""
+    speaker: str
+    """Who said it (agent id)."""
+    utterance: int
+    """The speaker's turn number within the meeting (`speech.utterance`, 1-based)."""
+    type: str
+    """One of `location`, `sighting`, `activity`, `accusation`, `defense`."""
+    subject: str
+    """Whom the claim is about (the speaker for "I ..."; the accuser; the defender)."""
+    room: str | None = None
+    """The room claimed (normalised to the map's room ids where possible)."""
+    route: list[str] | None = None
+    """An ordered multi-room route (location claims), normalised."""
+    target: str | None = None
+    """The player seen, accused or defended (or the victim of a report)."""
+    activity: str | None = None
+    """An activity from `ACTIVITIES` (normalised)."""
+    temporal: str | None = None
+    """The time phrase as said ("at the start", "the whole time", ...); None = this round."""
+    confidence: float | str | None = None
+    """An accusation's strength as given (`strong`/`moderate`/`weak` or a number)."""
+    text: str = ""
+    """The utterance (or the part of it) the claim comes from."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        d = dict(data)
+        for alias in ("accuser", "defender"):
+            if d.get("subject") in (None, "") and d.get(alias):
+                d["subject"] = d[alias]
+        if d.get("target") in (None, "") and d.get("defended"):
+            d["target"] = d["defended"]
+        if d.get("subject") in (None, "") and d.get("speaker"):
+            d["subject"] = d["speaker"]
+        if isinstance(d.get("type"), str):
+            d["type"] = d["type"].strip().lower()
+        return d
+
+    def key(self) -> tuple[Any, ...]:
+        """What makes two claims of one utterance duplicates."""
+        return (
+            self.meeting,
+            self.speaker,
+            self.utterance,
+            self.type,
+            self.subject,
+            self.room,
+            tuple(self.route or ()),
+            self.target,
+            self.activity,
+            self.temporal,
+        )
+
+
+# --------------------------------------------------------------------- normalising
+
+ROOM_ALIASES: Mapping[str, str] = {
+    "oxygen": "o2",
+    "o_2": "o2",
+    "02": "o2",
+    "elec": "electrical",
+    "electric": "electrical",
+    "electricals": "electrical",
+    "nav": "navigation",
+    "navigations": "navigation",
+    "comms": "communications",
+    "comm": "communications",
+    "communication": "communications",
+    "med_bay": "medbay",
+    "medical": "medbay",
+    "medical_bay": "medbay",
+    "caf": "cafeteria",
+    "cafe": "cafeteria",
+    "canteen": "cafeteria",
+    "upper_engines": "upper_engine",
+    "upper": "upper_engine",
+    "top_engine": "upper_engine",
+    "lower_engines": "lower_engine",
+    "lower": "lower_engine",
+    "bottom_engine": "lower_engine",
+    "admin_room": "admin",
+    "administration": "admin",
+    "sec": "security",
+    "weapon": "weapons",
+    "shield": "shields",
+    "reactors": "reactor",
+    "store": "storage",
+    "corridor": "hallway",
+    "corridors": "hallway",
+    "hall": "hallway",
+    "halls": "hallway",
+    "hallways": "hallway",
+}
+"""Spoken room names -> map room ids (after lower-casing and joining words with `_`)."""
+
+ACTIVITIES: Mapping[str, tuple[str, ...]] = {
+    "task": (
+        "task",
+        "tasks",
+        "do_task",
+        "doing_task",
+        "doing_tasks",
+        "doing_my_task",
+        "doing_my_tasks",
+        "mission",
+        "missions",
+        "working",
+        "fixing",
+        "completing_tasks",
+        "completed_task",
+        "finished_task",
+    ),
+    "report": ("report", "reported", "reporting", "found_body", "found_the_body", "body"),
+    "call_meeting": (
+        "call_meeting",
+        "called_meeting",
+        "emergency",
+        "emergency_meeting",
+        "pressed_button",
+        "button",
+    ),
+    "wait": ("wait", "waiting", "waited", "stay", "stayed", "staying", "idle", "standing"),
+    "travel": (
+        "travel",
+        "traveling",
+        "travelling",
+        "move",
+        "moving",
+        "moved",
+        "walking",
+        "walked",
+        "passing",
+        "passing_through",
+        "passed_through",
+    ),
+    "kill": ("kill", "killed", "killing", "murder"),
+}
+"""Activity vocabulary: canonical name -> synonyms (lower-case, words joined by `_`)."""
+
+_ACTIVITY_OF: dict[str, str] = {syn: name for name, syns in ACTIVITIES.items() for syn in syns}
+for _name in ACTIVITIES:
+    _ACTIVITY_OF[_name] = _name
+
+
+def _slug(text: str) -> str:
+    s = text.strip().lower()
+    s = re.sub(r"^(the|a)\s+", "", s)
+    s = re.sub(r"[\s\-]+", "_", s)
+    s = re.sub(r"[^a-z0-9_]", "", s)
+    return s.strip("_")
+
+
+def normalise_room(name: str, rooms: Iterable[str]) -> str | None:
+    """A spoken room name as one of the map's room ids.
+
+    Case, spaces, hyphens, a leading article and a trailing `room` do not matter;
+    `ROOM_ALIASES` maps common short names (`oxygen` -> `o2`, `elec` -> `electrical`).
+
+    Args:
+        name: The room as written.
+        rooms: The map's room ids (plus `hallway` for corridors).
+
+    Returns:
+        The room id, or None if it names no room of the map.
+    """
+    known = set(rooms) | {"hallway"}
+    s = _slug(name)
+    for cand in (s, s.removesuffix("_room"), s.replace("_", "")):
+        if cand in known:
+            return cand
+        if cand in ROOM_ALIASES and ROOM_ALIASES[cand] in known:
+            return ROOM_ALIASES[cand]
+    squashed = {r.replace("_", ""): r for r in known}
+    return squashed.get(s.replace("_", ""))
+
+
+def normalise_player(name: str, agents: Iterable[str]) -> str | None:
+    """A spoken player name (colour, any case, `player red`, `Red's`) as an agent id."""
+    known = {a.lower(): a for a in agents}
+    s = _slug(name).removeprefix("player_").removesuffix("_s")
+    if s.endswith("s") and s[:-1] in known:
+        s = s[:-1]
+    return known.get(s)
+
+
+def normalise_activity(name: str) -> str | None:
+    """An activity phrase as a canonical name of `ACTIVITIES`, or None."""
+    s = _slug(name)
+    if s in _ACTIVITY_OF:
+        return _ACTIVITY_OF[s]
+    for word in s.split("_"):
+        if word in _ACTIVITY_OF:
+            return _ACTIVITY_OF[word]
+    return None
+
+
+def normalise_claim(claim: Claim, rooms: Iterable[str], agents: Iterable[str]) -> Claim:
+    """The claim with room, route, players and activity normalised where they can be.
+
+    A value that cannot be normalised is left as written (the audit then says why the
+    claim is unverifiable).
+    """
+    rooms = list(rooms)
+    agents = list(agents)
+    upd: dict[str, Any] = {}
+    if claim.room is not None:
+        upd["room"] = normalise_room(claim.room, rooms) or claim.room
+    if claim.route is not None:
+        upd["route"] = [normalise_room(r, rooms) or r for r in claim.route]
+    for fld in ("speaker", "subject", "target"):
+        val = getattr(claim, fld)
+        if isinstance(val, str) and val:
+            upd[fld] = normalise_player(val, agents) or val
+    if claim.activity is not None:
+        upd["activity"] = normalise_activity(claim.activity) or claim.activity
+    return claim.model_copy(update=upd)
+
+
+def dedupe(claims: Iterable[Claim]) -> list[Claim]:
+    """Claims with duplicates (same key within one utterance) dropped, order kept."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for c in claims:
+        k = c.key()
+        if k not in seen:
+            seen.add(k)
+            out.append(c)
+    return out
+
+
+def read_claims(path: str | Path) -> list[Claim]:
+    """Read claims from a JSONL file (one claim a line; blank lines skipped).
+
+    Raises:
+        ValueError: a line is not JSON or lacks a required field (names the line and field).
+    """
+    return [c for _, c in read_claim_rows(path)]
+
+
+def write_claims(path: str | Path, rows: Iterable[BaseModel]) -> None:
+    """Write claims (or audited claims) as JSONL, one a line."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(p.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(r.model_dump_json() + "\n")
+    tmp.replace(p)
+
+
+# --------------------------------------------------------------------- extractors
+
+
+class ExtractionFailure(BaseModel):
+    """An utterance whose claims could not be extracted (excluded from metrics, counted)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    meeting: int
+    speaker: str
+    utterance: int
+    error_kind: Literal["infrastructure", "model"]
+    """`infrastructure`: the backend failed after retries; `model`: unusable answer."""
+    error: str
+
+
+class ExtractionResult(BaseModel):
+    """What an extractor produced for one game."""
+
+    claims: list[Claim] = Field(default_factory=list)
+    failures: list[ExtractionFailure] = Field(default_factory=list)
+    utterances: int = 0
+    """Meeting utterances looked at (spoken turns, not passes or failed turns)."""
+    skipped_failed_turns: int = 0
+    """Turns whose speech itself failed (`speech.failed`): no utterance to extract from."""
+
+
+class Extractor(Protocol):
+    """Turns a game's meeting utterances into claims."""
+
+    name: str
+
+    def extract(self, traj: Trajectory) -> ExtractionResult:
+        """Claims from every meeting utterance of the game."""
+        ...
+
+
+def spoken_turns(traj: Trajectory) -> tuple[list[SpeechRecord], int]:
+    """The game's spoken meeting turns, and how many turns failed (never extracted)."""
+    turns = []
+    failed = 0
+    for m in traj.meetings:
+        for s in m.speeches:
+            if s.failed:
+                failed += 1
+            elif not s.passed and s.text.strip():
+                turns.append(s)
+    return turns, failed
+
+
+def _rooms_of(traj: Trajectory) -> list[str]:
+    return list(traj.geometry.rooms) if traj.geometry is not None else []
+
+
+def _legacy(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.I)
+
+
+_WORD = r"(?P<{}>[A-Za-z][\w]*)"
+_LEGACY_ROOM = r"(?P<room>[A-Za-z][\w \-]*?)"
+
+LEGACY_TEMPLATES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("in_room_tasks", _legacy(rf"\bI was in {_LEGACY_ROOM} doing tasks\b")),
+    ("last_saw_near_body", _legacy(rf"\bI last saw {_WORD.format('suspect')} near the body\b")),
+)
+"""Sentences of an older revision of the scripted speech, still found in old logs."""
+
+
+def _templates() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The scripted agents' named templates as patterns (`SPEECH_TEMPLATES` first)."""
+    from controller.agents.scripted import (
+        IMPOSTOR_TEMPLATES,
+        SPEECH_TEMPLATES,
+        template_pattern,
+    )
+
+    named = [(name, template_pattern(t)) for name, t in SPEECH_TEMPLATES.items()]
+    named += [(f"impostor_{name}", template_pattern(t)) for name, t in IMPOSTOR_TEMPLATES.items()]
+    return tuple(named) + LEGACY_TEMPLATES
+
+
+class RuleExtractor:
+    """Deterministic claims from the scripted control agents' templated speech.
+
+    The patterns come from the agents' own named templates
+    (`controller.agents.scripted.SPEECH_TEMPLATES` and `IMPOSTOR_TEMPLATES`), so a
+    template edit cannot silently stop the extractor. Each template yields fixed claims:
+
+    * `found_body` -> activity `report` in the room, target the victim;
+    * `pressed_button` -> activity `call_meeting`;
+    * `saw_near_body`, `saw_near_scene` -> a sighting of the suspect in the room at the tick;
+    * `saw_with_victim` -> sightings of the suspect (in the room) and of the victim, at the tick;
+    * `accuse`, `impostor_pile_on` -> an accusation of the suspect;
+    * `was_in` -> a location in the room at the tick;
+    * `impostor_alibi` -> a location and an activity `task` in the room;
+    * `heard_claim`, `no_evidence`, `tasks_done` -> no claim (an opinion, nothing, or a
+      count the claim structure has no field for).
+
+    Older logs: "I was in R doing tasks" (location + task in R) and "I last saw X near
+    the body" (a sighting with temporal `earlier`: that memory spanned rounds).
+    """
+
+    name = "rules"
+
+    def __init__(self) -> None:
+        self.templates = _templates()
+
+    def extract(self, traj: Trajectory) -> ExtractionResult:
+        """Claims from every spoken turn; utterances without a template yield none."""
+        turns, failed = spoken_turns(traj)
+        rooms = _rooms_of(traj)
+        claims: list[Claim] = []
+        for t in turns:
+            claims.extend(normalise_claim(c, rooms, traj.agents) for c in self.parse(t))
+        return ExtractionResult(
+            claims=dedupe(claims), utterances=len(turns), skipped_failed_turns=failed
+        )
+
+    def parse(self, turn: SpeechRecord) -> list[Claim]:
+        """The claims of one utterance, in the order they were said."""
+        base = {"meeting": turn.meeting, "speaker": turn.speaker, "utterance": turn.utterance}
+        me = turn.speaker
+        found: list[tuple[int, list[Claim]]] = []
+        covered: list[tuple[int, int]] = []
+        for name, pat in self.templates:
+            for m in pat.finditer(turn.text):
+                if any(a <= m.start() < b for a, b in covered):
+                    continue
+                covered.append((m.start(), m.end()))
+                g = m.groupdict()
+                frag = m.group(0).strip()
+                at = f"at tick {g['tick']}" if g.get("tick") else None
+                out: list[Claim] = []
+                if name == "found_body":
+                    out.append(
+                        Claim(
+                            **base,
+                            type="activity",
+                            subject=me,
+                            activity="report",
+                            target=g["victim"],
+                            room=g["room"],
+                            text=frag,
+                        )
+                    )
+                elif name == "pressed_button":
+                    out.append(
+                        Claim(
+                            **base, type="activity", subject=me, activity="call_meeting", text=frag
+                        )
+                    )
+                elif name in ("saw_near_body", "saw_near_scene", "saw_with_victim"):
+                    out.append(
+                        Claim(
+                            **base,
+                            type="sighting",
+                            subject=me,
+                            target=g["suspect"],
+                            room=g["room"],
+                            temporal=at,
+                            text=frag,
+                        )
+                    )
+                    if name == "saw_with_victim":
+                        out.append(
+                            Claim(
+                                **base,
+                                type="sighting",
+                                subject=me,
+                                target=g["victim"],
+                                temporal=at,
+                                text=frag,
+                            )
+                        )
+                elif name in ("accuse", "impostor_pile_on"):
+                    out.append(
+                        Claim(**base, type="accusation", subject=me, target=g["suspect"], text=frag)
+                    )
+                elif name == "was_in":
+                    out.append(
+                        Claim(
+                            **base,
+                            type="location",
+                            subject=me,
+                            room=g["room"],
+                            temporal=at,
+                            text=frag,
+                        )
+                    )
+                elif name in ("impostor_alibi", "in_room_tasks"):
+                    out.append(
+                        Claim(**base, type="location", subject=me, room=g["room"], text=frag)
+                    )
+                    out.append(
+                        Claim(
+                            **base,
+                            type="activity",
+                            subject=me,
+                            activity="task",
+                            room=g["room"],
+                            text=frag,
+                        )
+                    )
+                elif name == "last_saw_near_body":
+                    out.append(
+                        Claim(
+                            **base,
+                            type="sighting",
+                            subject=me,
+                            target=g["suspect"],
+                            temporal="earlier",
+                            text=frag,
+                        )
+                    )
+                found.append((m.start(), out))
+        return [c for _, cs in sorted(found, key=lambda x: x[0]) for c in cs]
+
+
+EXTRACTION_PROMPT = """You read statements from a social deduction game like Among Us, \
+played on a spaceship in Minecraft. Players discuss in meetings to find the impostors.
+Rooms of the ship: {rooms} (corridors between rooms are "hallway").
+Players: {players}.
+
+Extract every checkable claim in the statement below, made by player "{speaker}" in \
+meeting {meeting}. Answer with a JSON object {{"claims": [...]}}; each claim is one of:
+- {{"type": "location", "subject": P, "room": R, "temporal": T}}; for an ordered route \
+of several rooms use "route": [R1, R2, ...] instead of "room".
+- {{"type": "sighting", "subject": P, "target": P2, "room": R or null, "temporal": T}}
+- {{"type": "activity", "subject": P, "activity": A, "room": R or null, "temporal": T}} \
+with A one of: task, report, call_meeting, wait, travel, kill.
+- {{"type": "accusation", "subject": ACCUSER, "target": P2, "confidence": \
+"strong" | "moderate" | "weak"}}
+- {{"type": "defense", "subject": DEFENDER, "target": DEFENDED}}
+P is a player name from the list ("I" means "{speaker}"); R a room from the list.
+T is the time phrase as said ("at the start", "the whole time", "mostly", \
+"before the body was found", "until step 5", ...) or null when none is given.
+Do not invent claims, do not repeat a claim, keep a route in the speaker's order.
+
+Statement by {speaker}: "{message}"
+"""
+"""The extraction prompt; `PROMPT_VERSION` is its hash, part of every cache key."""
+
+PROMPT_VERSION = "claims-v1-" + hashlib.sha256(EXTRACTION_PROMPT.encode()).hexdigest()[:12]
+"""Changes whenever the prompt's text changes, so cached answers never outlive it."""
+
+
+def cache_key(model: str, speaker: str, meeting: int, message: str) -> str:
+    """The cache key: (model, prompt version, speaker, meeting, message hash)."""
+    msg = hashlib.sha256(message.encode()).hexdigest()
+    raw = json.dumps([model, PROMPT_VERSION, speaker, meeting, msg])
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ExtractionCache:
+    """Model answers by cache key, kept in a JSONL file (appended as answers arrive).
+
+    Args:
+        path: The cache file (created on first write); None keeps it in memory only.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: dict[str, str] = {}
+        if path is not None and path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a truncated last line from a crash; the answer is asked again
+                self.entries[row["key"]] = row["answer"]
+
+    def get(self, key: str) -> str | None:
+        """A cached answer, or None."""
+        return self.entries.get(key)
+
+    def put(self, key: str, answer: str, meta: Mapping[str, Any]) -> None:
+        """Remember an answer (and append it to the file at once)."""
+        self.entries[key] = answer
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"key": key, "answer": answer, **meta}) + "\n")
+
+
+def parse_model_claims(answer: str, turn: SpeechRecord) -> list[Claim]:
+    """The claims in a model's answer (an object with `claims`, or a bare array).
+
+    Raises:
+        ValueError: the answer is not JSON of that shape.
+    """
+    text = answer.strip()
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.S)
+    if fence:
+        text = fence.group(1)
+    data = json.loads(text)
+    items = data.get("claims") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ValueError("the answer holds no `claims` list")
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ValueError(f"a claim is not an object: {item!r}")
+        row = dict(item)
+        row.update(meeting=turn.meeting, speaker=turn.speaker, utterance=turn.utterance)
+        row.setdefault("text", turn.text)
+        if isinstance(row.get("subject"), str) and row["subject"].strip().lower() in ("i", "me"):
+            row["subject"] = turn.speaker
+        out.append(Claim.model_validate(row))
+    return out
+
+
+class ModelExtractor:
+    """Claims extracted by a model through a harness backend, cached.
+
+    Args:
+        backend: Any `harness_aria.backends` backend (`fake` in tests).
+        cache: Where answers are kept.
+        max_tokens: The answer budget per utterance.
+    """
+
+    def __init__(self, backend: Any, cache: ExtractionCache, max_tokens: int = 800) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.max_tokens = max_tokens
+        self.name = str(backend.address)
+
+    def extract(self, traj: Trajectory) -> ExtractionResult:
+        """Claims from every spoken turn (asks the model only for uncached ones)."""
+        return asyncio.run(self._extract(traj))
+
+    async def _extract(self, traj: Trajectory) -> ExtractionResult:
+        from harness_aria.backends.base import BackendError, Message, ModelRequest
+
+        turns, failed = spoken_turns(traj)
+        rooms = _rooms_of(traj)
+        result = ExtractionResult(utterances=len(turns), skipped_failed_turns=failed)
+        claims: list[Claim] = []
+        for i, t in enumerate(turns, start=1):
+            key = cache_key(self.name, t.speaker, t.meeting, t.text)
+            answer = self.cache.get(key)
+            if answer is None:
+                prompt = EXTRACTION_PROMPT.format(
+                    rooms=", ".join(rooms),
+                    players=", ".join(traj.agents),
+                    speaker=t.speaker,
+                    meeting=t.meeting,
+                    message=t.text.replace('"', "'"),
+                )
+                request = ModelRequest(
+                    messages=[Message(role="user", text=prompt)],
+                    max_tokens=self.max_tokens,
+                    temperature=0.0,
+                    json_mode=True,
+                    purpose="claim_extraction",
+                )
+                try:
+                    response = await self.backend.complete(request)
+                except BackendError as exc:
+                    kind: Literal["infrastructure", "model"] = (
+                        "infrastructure" if exc.infrastructure else "model"
+                    )
+                    result.failures.append(
+                        ExtractionFailure(
+                            meeting=t.meeting,
+                            speaker=t.speaker,
+                            utterance=t.utterance,
+                            error_kind=kind,
+                            error=str(exc),
+                        )
+                    )
+                    continue
+                answer = response.text
+                self.cache.put(
+                    key,
+                    answer,
+                    {
+                        "model": self.name,
+                        "prompt_version": PROMPT_VERSION,
+                        "speaker": t.speaker,
+                        "meeting": t.meeting,
+                        "game_id": traj.game_id,
+                    },
+                )
+            try:
+                parsed = parse_model_claims(answer, t)
+            except (ValueError, ValidationError) as exc:
+                result.failures.append(
+                    ExtractionFailure(
+                        meeting=t.meeting,
+                        speaker=t.speaker,
+                        utterance=t.utterance,
+                        error_kind="model",
+                        error=f"unusable answer: {exc}",
+                    )
+                )
+                continue
+            claims.extend(normalise_claim(c, rooms, traj.agents) for c in parsed)
+            if i % 20 == 0:
+                log.info("%s: extracted %d/%d utterances", traj.game_id, i, len(turns))
+        result.claims = dedupe(claims)
+        return result
+
+
+def read_claim_rows(path: str | Path) -> list[tuple[str | None, Claim]]:
+    """Claims from a JSONL file with the game each names (its `game` field, if any).
+
+    Raises:
+        ValueError: a line is not JSON or lacks a required field (names the line and field).
+    """
+    out: list[tuple[str | None, Claim]] = []
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{i}: not JSON ({exc.msg}); one claim object a line") from exc
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}:{i}: expected a JSON object (one claim a line)")
+        try:
+            claim = Claim.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "?"
+            raise ValueError(
+                f"{path}:{i}: field {loc!r}: {err['msg']}; each line needs meeting, speaker, "
+                "utterance, type and subject (see docs/grounding.md)"
+            ) from exc
+        game = raw.get("game")
+        out.append((str(game) if game else None, claim))
+    return out

@@ -1,0 +1,761 @@
+"""Every player's trajectory rebuilt from the event log alone: the audit's ground truth.
+
+For each player and step the trajectory holds the room (or `hallway` for a corridor),
+position, whether the player was alive, its task activity and whom it could see. Within a
+free-roam step the rooms passed through come from the `trace` pose samples (at most
+`sample_interval_ticks` apart) together with the program `mark` positions; a log without
+`trace` events falls back to the `positions` snapshots and the marks, which are coarser
+(a room entered and left between two of them is missed).
+
+Sight comes from the `visibility` events only (`sees`: the camera's field of view;
+`near`: 360 degree proximity), never from room co-location. A rule event's visibility
+(`cause` `kill`, `report`, `emergency`) carries that event's tick. Visibility written after
+a meeting's teleport (`cause` `meeting_seats`, or in a log that predates the cause field,
+any snapshot that follows `meeting_start` in the same step) is kept apart: everyone sits
+in the cafeteria then, which says nothing about free roam.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from controller.events import (
+    Decision,
+    Eject,
+    Emergency,
+    Event,
+    GameEnd,
+    GameStart,
+    Kill,
+    MeetingEnd,
+    MeetingStart,
+    Positions,
+    ProgramRun,
+    Report,
+    Speech,
+    StepStart,
+    TaskDone,
+    TaskInterrupted,
+    TaskStart,
+    Trace,
+    Visibility,
+    Vote,
+    read_events,
+)
+from world.geometry import GHOST_AREA, HALLWAY, ShipGeometry
+from world.spec import MapSpec, MapSpecError, load_map, parse_map
+
+Vec3 = tuple[float, float, float]
+TaskState = Literal["started", "in_progress", "done", "faked", "interrupted"]
+"""A task's state within one step: `started` (began this step, still held at its end),
+`in_progress` (began earlier, still held), `done` (a real task completed), `faked` (an
+impostor stood a station's full time), `interrupted` (lost: left, killed, meeting)."""
+SampleSource = Literal["trace", "positions", "mark", "kill"]
+
+UNKNOWN_ROOM = "unknown"
+"""Room of a sample whose position no map could place."""
+NOT_ROOMS = frozenset({HALLWAY, GHOST_AREA, "outside", UNKNOWN_ROOM})
+"""Region names that are not rooms of the ship (excluded from room counts)."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One pose of one player at one tick."""
+
+    tick: int
+    step: int
+    pos: Vec3
+    yaw: float | None
+    room: str
+    source: SampleSource
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """At `tick`, `viewer` perceived `target` (a player, or a body when `body`)."""
+
+    tick: int
+    step: int
+    viewer: str
+    target: str
+    fov: bool
+    """Inside the viewer's field of view (the `sees`/`bodies` lists)."""
+    near: bool
+    """Within 360 degree proximity (the `near`/`bodies_near` lists)."""
+    cause: str
+    """The visibility event's cause (`step_end`, `kill`, `report`, ...)."""
+    subject: str | None
+    """The killer, reporter or caller of a rule event's visibility."""
+    body: bool = False
+    round_start: bool = False
+    """Seen as a round began (set-up or the end of a vote), before anyone moved."""
+
+
+@dataclass
+class TaskAttempt:
+    """One stretch a player spent at one station."""
+
+    agent: str
+    station: int
+    room: str
+    start_tick: int
+    start_step: int
+    fake: bool
+    end_tick: int | None = None
+    end_step: int | None = None
+    outcome: Literal["done", "faked", "interrupted", "in_progress"] = "in_progress"
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One step's phase and tick span."""
+
+    step: int
+    phase: str
+    start_tick: int
+    end_tick: int
+
+
+@dataclass
+class PlayerStep:
+    """One player during one step."""
+
+    step: int
+    phase: str
+    room: str
+    """Room at the step's end (`hallway` in a corridor, `ghost_area` once dead)."""
+    pos: Vec3
+    alive: bool
+    """Alive at the step's end."""
+    rooms: list[str] = field(default_factory=list)
+    """Rooms (and `hallway`) passed through in order, consecutive repeats merged."""
+    room_ticks: dict[str, int] = field(default_factory=dict)
+    """Ticks spent in each room during the step (each sample holds until the next)."""
+    tasks: dict[int, TaskState] = field(default_factory=dict)
+    """Station -> the task's state in this step."""
+    sees: list[str] = field(default_factory=list)
+    """Players in the field of view at any free-roam visibility moment of the step."""
+    near: list[str] = field(default_factory=list)
+    """Players within 360 degree proximity at any free-roam visibility moment."""
+    bodies_seen: list[str] = field(default_factory=list)
+    """Victims whose bodies were in the field of view."""
+
+
+@dataclass(frozen=True)
+class KillRecord:
+    step: int
+    tick: int
+    killer: str
+    victim: str
+    room: str
+    pos: Vec3
+
+
+@dataclass(frozen=True)
+class ReportRecord:
+    step: int
+    tick: int
+    reporter: str
+    victim: str
+    room: str
+
+
+@dataclass(frozen=True)
+class SpeechRecord:
+    meeting: int
+    step: int
+    speaker: str
+    utterance: int
+    text: str
+    passed: bool
+    failed: bool
+    error_kind: str
+
+
+@dataclass(frozen=True)
+class VoteRecord:
+    meeting: int
+    step: int
+    tick: int
+    voter: str
+    target: str | None
+    failed: bool
+    error_kind: str
+
+
+@dataclass
+class MeetingRecord:
+    """A meeting and the free-roam round that led to it."""
+
+    index: int
+    step: int
+    """The free-roam step in which the meeting was called."""
+    tick: int
+    """Tick of the report or button press."""
+    trigger: str
+    caller: str
+    victim: str | None
+    order: list[str]
+    dead: list[str]
+    round_first_step: int
+    """First free-roam step of the round the meeting closes."""
+    round_start_tick: int
+    speeches: list[SpeechRecord] = field(default_factory=list)
+    votes: list[VoteRecord] = field(default_factory=list)
+    ejected: str | None = None
+    outcome: str = ""
+    end_step: int | None = None
+
+
+@dataclass
+class Trajectory:
+    """A whole game's ground truth, indexed for the audit."""
+
+    game_id: str
+    agents: list[str]
+    roles: dict[str, str]
+    tasks: dict[str, list[int]]
+    config: dict[str, Any]
+    agent_specs: dict[str, dict[str, Any]]
+    map_name: str
+    geometry: ShipGeometry | None
+    sample_interval: int
+    has_trace: bool = False
+    steps: dict[int, StepInfo] = field(default_factory=dict)
+    players: dict[str, dict[int, PlayerStep]] = field(default_factory=dict)
+    samples: dict[str, list[Sample]] = field(default_factory=dict)
+    sightings: list[Sighting] = field(default_factory=list)
+    seat_sightings: list[Sighting] = field(default_factory=list)
+    """Visibility at set-up and after meeting teleports (not free roam)."""
+    attempts: list[TaskAttempt] = field(default_factory=list)
+    kills: list[KillRecord] = field(default_factory=list)
+    reports: list[ReportRecord] = field(default_factory=list)
+    emergencies: list[tuple[int, int, str]] = field(default_factory=list)
+    meetings: list[MeetingRecord] = field(default_factory=list)
+    ejections: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Ejected agent -> (step, tick)."""
+    deaths: dict[str, int] = field(default_factory=dict)
+    """Killed agent -> kill tick."""
+    decisions_failed: dict[str, int] = field(default_factory=dict)
+    """Error kind -> count of decisions that carried an error."""
+    winner: str | None = None
+    ending: str = ""
+    status: str = "ok"
+    end_tick: int = 0
+    flags: list[str] = field(default_factory=list)
+    _roam_cache: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ queries
+    def model_of(self, agent: str) -> str:
+        """The model address a seat played with (`scripted` for the control agents)."""
+        spec = self.agent_specs.get(agent, {})
+        return str(spec.get("backend") or spec.get("kind") or "unknown")
+
+    def gone_tick(self, agent: str) -> int | None:
+        """Tick at which the agent left play (killed or ejected), or None."""
+        if agent in self.deaths:
+            return self.deaths[agent]
+        if agent in self.ejections:
+            return self.ejections[agent][1]
+        return None
+
+    def alive_at(self, agent: str, tick: int) -> bool:
+        """Whether the agent was in play at `tick` (a kill at `tick` already counts)."""
+        gone = self.gone_tick(agent)
+        return gone is None or tick < gone
+
+    def free_roam_steps(self, first: int, last: int) -> list[StepInfo]:
+        """Free-roam steps with `first <= step <= last`, in order."""
+        return [
+            s
+            for n, s in sorted(self.steps.items())
+            if first <= n <= last and s.phase == "free_roam"
+        ]
+
+    def samples_between(self, agent: str, first_tick: int, last_tick: int) -> list[Sample]:
+        """The agent's free-roam samples with `first_tick <= tick <= last_tick`, alive only."""
+        out = []
+        gone = self.gone_tick(agent)
+        free = {n for n, s in self.steps.items() if s.phase == "free_roam"}
+        starts = {s.start_tick for s in self.steps.values() if s.phase == "free_roam"}
+        for s in self.samples.get(agent, []):
+            if s.tick < first_tick or s.tick > last_tick:
+                continue
+            if s.step not in free and not (s.source == "positions" and s.tick in starts):
+                continue
+            if gone is not None and s.tick > gone:
+                continue
+            out.append(s)
+        return out
+
+    def _roam_samples(self, agent: str) -> list[Sample]:
+        cache = self._roam_cache
+        if agent not in cache:
+            cache[agent] = [
+                s
+                for s in self.samples.get(agent, [])
+                if self.steps.get(s.step) is None
+                or self.steps[s.step].phase in ("free_roam", "setup")
+            ]
+        return cache[agent]
+
+    def _sample_at(self, agent: str, tick: int, step: int | None) -> Sample | None:
+        samples = self._roam_samples(agent)
+        if step is not None:
+            own = [s for s in samples if s.step == step and s.tick <= tick]
+            if own:
+                return own[-1]
+        i = bisect.bisect_right([s.tick for s in samples], tick) - 1
+        return samples[i] if i >= 0 else None
+
+    def room_at(self, agent: str, tick: int, step: int | None = None) -> str | None:
+        """The room of the agent's last free-roam sample at or before `tick` (of `step`
+        when given: a round's start and the previous round's end share a tick)."""
+        s = self._sample_at(agent, tick, step)
+        return s.room if s else None
+
+    def pos_at(self, agent: str, tick: int, step: int | None = None) -> Vec3 | None:
+        """The position of the agent's last free-roam sample at or before `tick`."""
+        s = self._sample_at(agent, tick, step)
+        return s.pos if s else None
+
+    def meeting(self, index: int) -> MeetingRecord | None:
+        """The meeting with this index, or None."""
+        for m in self.meetings:
+            if m.index == index:
+                return m
+        return None
+
+
+# ---------------------------------------------------------------------- building
+
+
+def _geometry(start: GameStart) -> ShipGeometry | None:
+    # The map as played (`map_spec`) wins over today's packaged map of the same name.
+    key = json.dumps(start.map_spec, sort_keys=True) if start.map_spec else ""
+    return _geometry_cached(key, start.map)
+
+
+@functools.lru_cache(maxsize=8)
+def _geometry_cached(spec_json: str, name: str) -> ShipGeometry | None:
+    spec: MapSpec | None = None
+    try:
+        spec = parse_map(json.loads(spec_json), "game_start.map_spec") if spec_json else None
+    except MapSpecError:
+        spec = None
+    if spec is None:
+        try:
+            spec = load_map(name)
+        except MapSpecError:
+            return None
+    return ShipGeometry(spec)
+
+
+def _station_room(geo: ShipGeometry | None, station: int) -> str:
+    if geo is None:
+        return UNKNOWN_ROOM
+    try:
+        return geo.station_room(station)
+    except KeyError:
+        return UNKNOWN_ROOM
+
+
+def _dedupe(seq: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for x in seq:
+        if not out or out[-1] != x:
+            out.append(x)
+    return out
+
+
+def _tag_station(tag: str) -> tuple[str, int] | None:
+    name, _, rest = tag.partition(":")
+    if name in ("task_start", "task_resume", "task_done") and rest.isdigit():
+        return name, int(rest)
+    return None
+
+
+def build_trajectory(events: Sequence[Event]) -> Trajectory:
+    """Rebuild the trajectory of every player from a game's events.
+
+    Args:
+        events: The game's events in log order (schema v1 or v2).
+
+    Returns:
+        The trajectory.
+
+    Raises:
+        ValueError: the events hold no `game_start`.
+    """
+    start = next((e for e in events if isinstance(e, GameStart)), None)
+    if start is None:
+        raise ValueError("the log has no game_start event; it is not a game's event log")
+    geo = _geometry(start)
+    traj = Trajectory(
+        game_id=start.game_id,
+        agents=list(start.agents),
+        roles=dict(start.roles),
+        tasks={a: list(t) for a, t in start.tasks.items()},
+        config=dict(start.config),
+        agent_specs={a: dict(s) for a, s in start.agent_specs.items()},
+        map_name=start.map,
+        geometry=geo,
+        sample_interval=start.sample_interval_ticks,
+    )
+
+    def room_of(pos: Vec3, given: str | None = None) -> str:
+        if geo is not None:
+            return geo.room_at(pos)
+        return given or UNKNOWN_ROOM
+
+    samples: dict[str, list[Sample]] = {a: [] for a in start.agents}
+    phase_of: dict[int, str] = {0: "setup"}
+    step_start_tick: dict[int, int] = {0: 0}
+    step_end_tick: dict[int, int] = {0: 0}
+    end_snapshot: dict[int, dict[str, tuple[Vec3, str, bool]]] = {}
+    meeting_started_in: set[int] = set()
+    end_seen: set[int] = set()
+    open_attempts: dict[tuple[str, int], TaskAttempt] = {}
+    seen_starts: set[tuple[str, int, int]] = set()
+    current_meeting: MeetingRecord | None = None
+    last_meeting_end_step = 0
+    last_meeting_end_tick = 0
+    status: dict[str, bool] = dict.fromkeys(start.agents, True)
+
+    def open_attempt(agent: str, station: int, tick: int, step: int, fake: bool) -> None:
+        key = (agent, station)
+        # The same start is reported by `task_start` and by the program's `mark`, in
+        # either order (v2 logs rule events before the program that caused them).
+        if key in open_attempts or (agent, station, tick) in seen_starts:
+            return
+        seen_starts.add((agent, station, tick))
+        att = TaskAttempt(
+            agent=agent,
+            station=station,
+            room=_station_room(geo, station),
+            start_tick=tick,
+            start_step=step,
+            fake=fake,
+        )
+        open_attempts[key] = att
+        traj.attempts.append(att)
+
+    def close_attempt(
+        agent: str, station: int, tick: int, step: int, outcome: Any, reason: str = ""
+    ) -> None:
+        att = open_attempts.pop((agent, station), None)
+        if att is None:
+            return
+        att.end_tick, att.end_step, att.outcome, att.reason = tick, step, outcome, reason
+
+    for ev in events:
+        step = ev.step
+        if isinstance(ev, StepStart):
+            phase_of[step] = ev.phase
+            step_start_tick[step] = ev.tick
+        elif isinstance(ev, Trace):
+            traj.has_trace = True
+            traj.sample_interval = ev.interval
+            for agent, poses in ev.players.items():
+                for t, pose in zip(ev.ticks, poses, strict=False):
+                    pos = (pose[0], pose[1], pose[2])
+                    samples.setdefault(agent, []).append(
+                        Sample(t, step, pos, pose[3], room_of(pos), "trace")
+                    )
+        elif isinstance(ev, Positions):
+            seats = ev.cause == "meeting_seats" or (
+                step in meeting_started_in and step in end_snapshot
+            )
+            if seats or ev.cause == "meeting_call":
+                continue
+            phase = phase_of.get(step, "free_roam")
+            # Where everyone stood when a round began (set-up, the end of a vote) is the
+            # first sample of the next free-roam step.
+            at = step + 1 if (phase in ("setup", "voting") or ev.cause == "vote_end") else step
+            if ev.cause != "vote_end" or step not in end_snapshot:
+                end_snapshot[step] = {}
+                step_end_tick[step] = ev.tick
+            for agent, snap in ev.players.items():
+                alive = snap.status == "alive"
+                room = room_of(snap.pos, snap.room)
+                end_snapshot[step][agent] = (snap.pos, room, alive)
+                if alive:
+                    samples.setdefault(agent, []).append(
+                        Sample(ev.tick, at, snap.pos, snap.yaw, room, "positions")
+                    )
+        elif isinstance(ev, Visibility):
+            phase = phase_of.get(step, "free_roam")
+            seats = (
+                ev.cause == "meeting_seats"
+                or phase == "meeting"
+                or (ev.cause == "step_end" and step in meeting_started_in and step in end_seen)
+            )
+            # What everyone saw when a round began (set-up, or the end of the vote, both
+            # before anyone moved) is the first sight of the next free-roam step.
+            at = step + 1 if (phase in ("setup", "voting") or ev.cause == "setup") else step
+            if not seats and ev.cause == "step_end" and phase == "free_roam":
+                end_seen.add(step)
+            target_list = traj.seat_sightings if seats else traj.sightings
+            for viewer in set(ev.sees) | set(ev.near):
+                fov = set(ev.sees.get(viewer, []))
+                near = set(ev.near.get(viewer, []))
+                for target in sorted(fov | near):
+                    target_list.append(
+                        Sighting(
+                            ev.tick,
+                            at,
+                            viewer,
+                            target,
+                            target in fov,
+                            target in near,
+                            ev.cause,
+                            ev.subject,
+                            round_start=at != step,
+                        )
+                    )
+            for viewer in set(ev.bodies) | set(ev.bodies_near):
+                fov = set(ev.bodies.get(viewer, []))
+                near = set(ev.bodies_near.get(viewer, []))
+                for target in sorted(fov | near):
+                    target_list.append(
+                        Sighting(
+                            ev.tick,
+                            at,
+                            viewer,
+                            target,
+                            target in fov,
+                            target in near,
+                            ev.cause,
+                            ev.subject,
+                            body=True,
+                            round_start=at != step,
+                        )
+                    )
+        elif isinstance(ev, ProgramRun):
+            for pe in ev.events:
+                if pe.get("kind") != "mark":
+                    continue
+                tick = int(pe.get("tick", ev.end_tick))
+                raw_pos = pe.get("pos")
+                if isinstance(raw_pos, list | tuple) and len(raw_pos) == 3:
+                    pos = (float(raw_pos[0]), float(raw_pos[1]), float(raw_pos[2]))
+                    samples.setdefault(ev.agent, []).append(
+                        Sample(tick, step, pos, None, room_of(pos), "mark")
+                    )
+                parsed = _tag_station(str(pe.get("tag", "")))
+                if parsed and parsed[0] in ("task_start", "task_resume"):
+                    fake = traj.roles.get(ev.agent) == "impostor"
+                    open_attempt(ev.agent, parsed[1], tick, step, fake)
+        elif isinstance(ev, TaskStart):
+            open_attempt(ev.agent, ev.station, ev.tick, step, ev.fake)
+        elif isinstance(ev, TaskInterrupted):
+            close_attempt(ev.agent, ev.station, ev.tick, step, "interrupted", ev.reason)
+        elif isinstance(ev, TaskDone):
+            if (ev.agent, ev.station) not in open_attempts:
+                # v1 logs have no task_start: the program's mark (logged earlier) opened
+                # the attempt, or nothing did and the task's own start tick is used.
+                begin = ev.start_tick if ev.start_tick is not None else ev.tick
+                open_attempt(ev.agent, ev.station, begin, step, ev.fake)
+            close_attempt(ev.agent, ev.station, ev.tick, step, "faked" if ev.fake else "done")
+        elif isinstance(ev, Kill):
+            traj.kills.append(KillRecord(step, ev.tick, ev.killer, ev.victim, ev.room, ev.pos))
+            traj.deaths[ev.victim] = ev.tick
+            status[ev.victim] = False
+            samples.setdefault(ev.victim, []).append(
+                Sample(ev.tick, step, ev.pos, None, room_of(ev.pos, ev.room), "kill")
+            )
+            for (agent, station), _att in list(open_attempts.items()):
+                if agent == ev.victim:
+                    close_attempt(agent, station, ev.tick, step, "interrupted", "killed")
+        elif isinstance(ev, Report):
+            traj.reports.append(ReportRecord(step, ev.tick, ev.reporter, ev.victim, ev.room))
+        elif isinstance(ev, Emergency):
+            traj.emergencies.append((step, ev.tick, ev.caller))
+        elif isinstance(ev, MeetingStart):
+            meeting_started_in.add(step)
+            first = min(
+                (n for n, p in phase_of.items() if p == "free_roam" and n > last_meeting_end_step),
+                default=step,
+            )
+            current_meeting = MeetingRecord(
+                index=ev.index,
+                step=step,
+                tick=ev.tick,
+                trigger=ev.trigger,
+                caller=ev.caller,
+                victim=ev.victim,
+                order=list(ev.order),
+                dead=list(ev.dead),
+                round_first_step=first,
+                round_start_tick=last_meeting_end_tick,
+            )
+            traj.meetings.append(current_meeting)
+            for (agent, station), _att in list(open_attempts.items()):
+                close_attempt(agent, station, ev.tick, step, "interrupted", "meeting")
+        elif isinstance(ev, Speech) and current_meeting is not None:
+            current_meeting.speeches.append(
+                SpeechRecord(
+                    current_meeting.index,
+                    step,
+                    ev.speaker,
+                    ev.utterance,
+                    ev.text,
+                    ev.passed,
+                    ev.failed,
+                    ev.error_kind,
+                )
+            )
+        elif isinstance(ev, Vote) and current_meeting is not None:
+            current_meeting.votes.append(
+                VoteRecord(
+                    current_meeting.index,
+                    step,
+                    ev.tick,
+                    ev.voter,
+                    ev.target,
+                    ev.failed,
+                    ev.error_kind,
+                )
+            )
+        elif isinstance(ev, MeetingEnd) and current_meeting is not None:
+            current_meeting.ejected = ev.ejected
+            current_meeting.outcome = ev.outcome
+            current_meeting.end_step = step
+            last_meeting_end_step = step
+            last_meeting_end_tick = ev.tick
+            current_meeting = None
+        elif isinstance(ev, Eject):
+            traj.ejections[ev.agent] = (step, ev.tick)
+            status[ev.agent] = False
+        elif isinstance(ev, Decision):
+            if ev.error_kind:
+                traj.decisions_failed[ev.error_kind] = (
+                    traj.decisions_failed.get(ev.error_kind, 0) + 1
+                )
+        elif isinstance(ev, GameEnd):
+            traj.winner = ev.winner
+            traj.ending = ev.ending
+            traj.status = ev.status
+            traj.end_tick = ev.tick
+            traj.flags = list(ev.flags)
+
+    for agent, lst in samples.items():
+        lst.sort(key=lambda s: (s.tick, s.source != "positions"))
+        traj.samples[agent] = lst
+
+    steps = sorted(set(phase_of) | set(step_end_tick))
+    for n in steps:
+        begin = step_start_tick.get(n, step_end_tick.get(n - 1, 0))
+        end = step_end_tick.get(n, begin)
+        traj.steps[n] = StepInfo(n, phase_of.get(n, "free_roam"), begin, end)
+    if not traj.end_tick:
+        traj.end_tick = max((s.end_tick for s in traj.steps.values()), default=0)
+    _fill_player_steps(traj, end_snapshot)
+    return traj
+
+
+def _fill_player_steps(
+    traj: Trajectory, end_snapshot: dict[int, dict[str, tuple[Vec3, str, bool]]]
+) -> None:
+    for agent in traj.agents:
+        per: dict[int, PlayerStep] = {}
+        prev: tuple[Vec3, str, bool] = ((0.0, 0.0, 0.0), UNKNOWN_ROOM, True)
+        for n, info in sorted(traj.steps.items()):
+            snap = end_snapshot.get(n, {}).get(agent, prev)
+            prev = snap
+            pos, room, alive = snap
+            alive = alive and traj.alive_at(agent, info.end_tick)
+            ps = PlayerStep(step=n, phase=info.phase, room=room, pos=pos, alive=alive)
+            if info.phase == "free_roam":
+                window = _step_samples(traj, agent, info)
+                ps.rooms = _dedupe(s.room for s in window)
+                ps.room_ticks = dwell_ticks(window, info.end_tick)
+            per[n] = ps
+        traj.players[agent] = per
+    for att in traj.attempts:
+        for n, info in traj.steps.items():
+            if info.phase != "free_roam":
+                continue
+            if att.start_step > n or (att.end_step is not None and att.end_step < n):
+                continue
+            rec = traj.players.get(att.agent, {}).get(n)
+            if rec is None:
+                continue
+            ended_here = att.end_step == n
+            if ended_here and att.outcome in ("done", "faked", "interrupted"):
+                state: TaskState = att.outcome
+            elif att.start_step == n:
+                state = "started"
+            else:
+                state = "in_progress"
+            rec.tasks[att.station] = state
+    for s in traj.sightings:
+        seer = traj.players.get(s.viewer, {}).get(s.step)
+        if seer is None:
+            continue
+        if s.body:
+            if s.fov and s.target not in seer.bodies_seen:
+                seer.bodies_seen.append(s.target)
+        else:
+            if s.fov and s.target not in seer.sees:
+                seer.sees.append(s.target)
+            if s.near and s.target not in seer.near:
+                seer.near.append(s.target)
+
+
+def _step_samples(traj: Trajectory, agent: str, info: StepInfo) -> list[Sample]:
+    out = []
+    gone = traj.gone_tick(agent)
+    for s in traj.samples.get(agent, []):
+        if s.tick < info.start_tick or s.tick > info.end_tick:
+            continue
+        if s.step != info.step and s.tick != info.start_tick:
+            continue
+        if gone is not None and s.tick > gone:
+            continue
+        out.append(s)
+    return out
+
+
+def dwell_ticks(samples: Sequence[Sample], end_tick: int) -> dict[str, int]:
+    """Ticks spent per room: each sample's room holds until the next sample (or `end_tick`).
+
+    Args:
+        samples: Samples in tick order.
+        end_tick: Where the last sample's stay ends.
+
+    Returns:
+        Room -> ticks.
+    """
+    out: dict[str, int] = {}
+    for i, s in enumerate(samples):
+        nxt = samples[i + 1].tick if i + 1 < len(samples) else max(end_tick, s.tick)
+        out[s.room] = out.get(s.room, 0) + max(0, nxt - s.tick)
+    return out
+
+
+def load_trajectory(run: str | Path) -> Trajectory:
+    """Read a run folder (or an `events.jsonl`) and rebuild its trajectory.
+
+    Args:
+        run: A run folder holding `events.jsonl`, or the log file itself.
+
+    Returns:
+        The trajectory.
+
+    Raises:
+        FileNotFoundError: no event log there.
+    """
+    path = Path(run)
+    if path.is_dir():
+        path = path / "events.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no event log (expected a run folder with events.jsonl)")
+    return build_trajectory(read_events(path))

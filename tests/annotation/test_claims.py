@@ -1,0 +1,240 @@
+"""Claim structure, normalisation and the two extractors (rules; a model via `fake`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from annotation.claims import (
+    Claim,
+    ExtractionCache,
+    ModelExtractor,
+    RuleExtractor,
+    cache_key,
+    dedupe,
+    normalise_activity,
+    normalise_player,
+    normalise_room,
+    read_claims,
+    write_claims,
+)
+from annotation.grounding_testing import GameBuilder
+from annotation.trajectory import Trajectory, build_trajectory
+from harness_aria.backends.base import BackendError
+from harness_aria.backends.fake import FakeBackend
+from harness_aria.backends.registry import make_backend
+
+ROOMS = ["cafeteria", "o2", "electrical", "medbay", "upper_engine", "communications", "admin"]
+
+
+def test_room_names_are_normalised() -> None:
+    assert normalise_room("Oxygen", ROOMS) == "o2"
+    assert normalise_room("elec", ROOMS) == "electrical"
+    assert normalise_room("Med Bay", ROOMS) == "medbay"
+    assert normalise_room("med-bay", ROOMS) == "medbay"
+    assert normalise_room("the Upper Engine", ROOMS) == "upper_engine"
+    assert normalise_room("upper-engine room", ROOMS) == "upper_engine"
+    assert normalise_room("comms", ROOMS) == "communications"
+    assert normalise_room("corridor", ROOMS) == "hallway"
+    assert normalise_room("the bridge", ROOMS) is None
+
+
+def test_players_and_activities_are_normalised() -> None:
+    agents = ["red", "blue"]
+    assert normalise_player("Red", agents) == "red"
+    assert normalise_player("player BLUE", agents) == "blue"
+    assert normalise_player("Red's", agents) == "red"
+    assert normalise_player("Purple", agents) is None
+    assert normalise_activity("doing tasks") == "task"
+    assert normalise_activity("found the body") == "report"
+    assert normalise_activity("pressed button") == "call_meeting"
+    assert normalise_activity("stayed") == "wait"
+    assert normalise_activity("traveling") == "travel"
+    assert normalise_activity("killed") == "kill"
+    assert normalise_activity("juggling") is None
+
+
+def test_claims_round_trip_as_jsonl_and_accept_quack_aliases(tmp_path: Path) -> None:
+    c = Claim.model_validate(
+        {
+            "meeting": 1,
+            "speaker": "red",
+            "utterance": 2,
+            "type": "ACCUSATION",
+            "accuser": "red",
+            "target": "blue",
+            "confidence": "strong",
+            "text": "Blue did it",
+        }
+    )
+    d = Claim.model_validate(
+        {
+            "meeting": 1,
+            "speaker": "red",
+            "utterance": 2,
+            "type": "defense",
+            "defender": "red",
+            "defended": "green",
+            "basis": "with me",
+        }
+    )
+    assert (c.type, c.subject, d.subject, d.target) == ("accusation", "red", "red", "green")
+    path = tmp_path / "claims.jsonl"
+    write_claims(path, [c, d])
+    assert read_claims(path) == [c, d]
+    assert set(json.loads(path.read_text().splitlines()[0])) >= {
+        "meeting",
+        "speaker",
+        "utterance",
+        "type",
+        "subject",
+        "room",
+        "route",
+        "target",
+        "activity",
+        "temporal",
+        "confidence",
+        "text",
+    }
+
+
+def test_a_malformed_claim_file_names_the_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"meeting": 1, "speaker": "red", "type": "location"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: field .utterance."):
+        read_claims(path)
+
+
+def test_dedupe_within_an_utterance() -> None:
+    a = Claim(meeting=1, speaker="red", utterance=1, type="location", subject="red", room="o2")
+    b = a.model_copy(update={"text": "again"})
+    c = a.model_copy(update={"utterance": 2})
+    assert dedupe([a, b, c]) == [a, c]
+
+
+def _talk_game() -> Trajectory:
+    g = GameBuilder()
+    g.free_roam({"red": ["admin"]}, emergency="red")
+    g.talk(
+        [
+            (
+                "red",
+                "I pressed the emergency button. I saw Pink with Blue in admin at tick 40. "
+                "I suspect Pink. I was in admin at tick 90. I have done 1 of my 3 tasks.",
+            ),
+            (
+                "green",
+                "I found Blue's body in electrical. I saw Pink next to Blue's body in "
+                "electrical at tick 70. I suspect Pink.",
+            ),
+            ("pink", "I was doing tasks in medbay. I suspect Green too."),
+            ("orange", "I was in Med Bay doing tasks. I last saw Pink near the body."),
+            ("blue", "I have no evidence against anyone. I believe Green."),
+        ]
+    )
+    return build_trajectory(g.end())
+
+
+def test_rule_extractor_parses_the_scripted_templates() -> None:
+    res = RuleExtractor().extract(_talk_game())
+    got = [
+        (c.speaker, c.type, c.subject, c.room, c.activity, c.target, c.temporal) for c in res.claims
+    ]
+    assert got == [
+        ("red", "activity", "red", None, "call_meeting", None, None),
+        ("red", "sighting", "red", "admin", None, "pink", "at tick 40"),
+        ("red", "sighting", "red", None, None, "blue", "at tick 40"),
+        ("red", "accusation", "red", None, None, "pink", None),
+        ("red", "location", "red", "admin", None, None, "at tick 90"),
+        ("green", "activity", "green", "electrical", "report", "blue", None),
+        ("green", "sighting", "green", "electrical", None, "pink", "at tick 70"),
+        ("green", "accusation", "green", None, None, "pink", None),
+        ("pink", "location", "pink", "medbay", None, None, None),
+        ("pink", "activity", "pink", "medbay", "task", None, None),
+        ("pink", "accusation", "pink", None, None, "green", None),
+        # An older revision's sentences, still read from old logs.
+        ("orange", "location", "orange", "medbay", None, None, None),
+        ("orange", "activity", "orange", "medbay", "task", None, None),
+        ("orange", "sighting", "orange", None, None, "pink", "earlier"),
+    ]
+    assert res.utterances == 5
+
+
+def test_rule_extractor_follows_the_agents_templates(monkeypatch: pytest.MonkeyPatch) -> None:
+    import controller.agents.scripted as scripted
+
+    monkeypatch.setitem(scripted.SPEECH_TEMPLATES, "was_in", "My spot was {room} at tick {tick}.")
+    g = GameBuilder()
+    g.free_roam({"red": ["admin"]}, emergency="red")
+    g.talk([("red", "My spot was admin at tick 90.")])
+    (c,) = RuleExtractor().extract(build_trajectory(g.end())).claims
+    assert (c.type, c.room, c.temporal) == ("location", "admin", "at tick 90")
+
+
+def _answer(claims: list[dict[str, object]]) -> str:
+    return json.dumps({"claims": claims})
+
+
+def test_model_extractor_through_the_fake_backend_with_cache(tmp_path: Path) -> None:
+    traj = _talk_game()
+    answers = [
+        _answer(
+            [
+                {"type": "location", "subject": "I", "room": "Admin"},
+                {"type": "location", "subject": "I", "room": "admin"},
+            ]
+        ),
+        _answer(
+            [
+                {
+                    "type": "activity",
+                    "subject": "green",
+                    "activity": "found body",
+                    "room": "elec",
+                    "target": "Blue",
+                }
+            ]
+        ),
+        "not json",
+        BackendError("rate_limit", "429 after retries"),
+        _answer([]),
+    ]
+    backend = FakeBackend("x", script=answers)
+    cache = ExtractionCache(tmp_path / "cache.jsonl")
+    res = ModelExtractor(backend, cache).extract(traj)
+    assert [(c.speaker, c.type, c.room, c.activity) for c in res.claims] == [
+        ("red", "location", "admin", None),
+        ("green", "activity", "electrical", "report"),
+    ]
+    assert [(f.speaker, f.error_kind) for f in res.failures] == [
+        ("pink", "model"),
+        ("orange", "infrastructure"),
+    ]
+    assert backend.requests[0].purpose == "claim_extraction"
+    assert "Statement by red" in backend.requests[0].messages[0].text
+    # A second run asks only for what was not cached (the failed infrastructure call,
+    # and nothing is cached for it), reading the rest back from the file.
+    again = FakeBackend("x", script=[_answer([])])
+    res2 = ModelExtractor(again, ExtractionCache(tmp_path / "cache.jsonl")).extract(traj)
+    assert len(again.requests) == 1 and "Statement by orange" in again.requests[0].messages[0].text
+    assert [c.speaker for c in res2.claims] == ["red", "green"]
+    assert [f.speaker for f in res2.failures] == ["pink"]
+
+
+def test_cache_key_covers_model_prompt_speaker_meeting_and_message() -> None:
+    k = cache_key("m", "red", 1, "hi")
+    assert k != cache_key("m2", "red", 1, "hi")
+    assert k != cache_key("m", "blue", 1, "hi")
+    assert k != cache_key("m", "red", 2, "hi")
+    assert k != cache_key("m", "red", 1, "hi!")
+    assert k == cache_key("m", "red", 1, "hi")
+
+
+def test_model_extractor_accepts_a_registry_backend() -> None:
+    backend = make_backend("fake")
+    res = ModelExtractor(backend, ExtractionCache(None)).extract(_talk_game())
+    # The default fake answer holds no `claims` list: an unusable answer, counted.
+    assert res.claims == [] and res.utterances == 5 and len(res.failures) == 5
+    assert {f.error_kind for f in res.failures} == {"model"}
