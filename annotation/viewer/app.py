@@ -135,7 +135,7 @@ def create_app(run: Path, labels_dir: Path | None = None) -> Starlette:
 
     async def live(request: Request) -> Response:
         async def stream() -> AsyncIterator[str]:
-            last = -1
+            seen: tuple[int, int] = (-1, -1)
             over = False
             yield "retry: 1000\n\n"
             while not over:
@@ -143,9 +143,10 @@ def create_app(run: Path, labels_dir: Path | None = None) -> Starlette:
                     return
                 await asyncio.to_thread(record.refresh)
                 over = record.end is not None
-                if record.last_step != last or over:
-                    last = record.last_step
-                    payload = json.dumps({"last_step": last, "over": over})
+                now = (record.last_step, len(record.steps))
+                if now != seen or over:
+                    seen = now
+                    payload = json.dumps({"last_step": now[0], "steps": now[1], "over": over})
                     yield f"event: step\ndata: {payload}\n\n"
                 if not over:
                     await asyncio.sleep(LIVE_POLL_S)

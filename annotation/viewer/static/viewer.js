@@ -25,7 +25,7 @@ async function loadMeta () {
   $('game-id').textContent = m.game_id
   const sc = $('scrubber')
   sc.max = String(m.last_step)
-  if (!state.selected) state.selected = m.agents[0]
+  if (!state.selected || !m.agents.includes(state.selected)) state.selected = m.agents[0]
   fillSelect($('player'), m.agents, state.selected, cap)
   fillSelect($('actor'), m.agents, $('actor').value || m.agents[0], cap)
   drawMapBase()
@@ -56,7 +56,10 @@ async function stepData (n) {
 }
 
 async function show (n) {
-  if (!state.meta) return
+  if (!state.meta || !state.meta.steps.length) {
+    $('step-label').textContent = 'waiting for the game to start'
+    return
+  }
   n = Math.max(0, Math.min(n, state.meta.last_step))
   state.step = n
   $('scrubber').value = String(n)
@@ -305,7 +308,7 @@ function startLive () {
   es.addEventListener('step', async (e) => {
     const msg = JSON.parse(e.data)
     $('live-badge').hidden = msg.over
-    if (msg.last_step !== state.meta.last_step || msg.over !== state.meta.over) {
+    if (msg.last_step !== state.meta.last_step || msg.steps !== state.meta.steps.length || msg.over !== state.meta.over) {
       const follow = $('follow').checked && (state.step >= state.meta.last_step - 1)
       await loadMeta()
       if (follow) show(state.meta.last_step); else show(state.step)
