@@ -13,17 +13,20 @@ def codebook() -> list[dict[str, Any]]:
     """Every atom as {letter, name, cluster, channel} (names when the codebook is there)."""
     try:
         mod = importlib.import_module("annotation.codebook")
-        load = mod.load_codebook
+        book = mod.load_codebook()
     except (ImportError, AttributeError):
         return [{"letter": x, "name": "", "cluster": "", "channel": ""} for x in LETTERS]
     out = []
-    for atom in load().atoms:
+    for atom in book.atoms:
+        channel = getattr(atom, "channel", None)
+        if channel is None and hasattr(book, "channel"):
+            channel = book.channel(atom.letter)
         out.append(
             {
                 "letter": atom.letter,
                 "name": atom.name,
                 "cluster": atom.cluster,
-                "channel": atom.channel,
+                "channel": channel or "",
             }
         )
     return out
