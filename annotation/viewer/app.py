@@ -1,0 +1,197 @@
+"""The viewer's web application: a page, a small JSON API, frames, live updates, labels.
+
+Routes:
+    `GET /`                     the page (plain static files, no build step)
+    `GET /api/game?analyst=1`   seats, map, every step's positions, trails and bodies
+    `GET /api/step/N?analyst=1` one step: frames, decisions, programs, transcript so far
+    `GET /api/live`             server-sent events: `step` whenever the log grows
+    `GET /api/codebook`         the deception atoms a label may name
+    `GET /api/labels`           hand labels saved so far (every annotator)
+    `POST /api/labels`          save one label {annotator, atom, step, actor, evidence}
+    `GET /run/...`              files of the run folder (frames)
+
+Without `analyst=1` the API leaves out what no player knew: roles, impostors'
+private narration and the game's result before it is shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from annotation.viewer.codebook import atom_letters, codebook
+from annotation.viewer.record import RunRecord
+
+STATIC = Path(__file__).parent / "static"
+ANNOTATOR = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
+LIVE_POLL_S = 0.5
+"""How often the live stream looks at the log for new steps."""
+
+
+class LabelError(ValueError):
+    """A label the viewer refuses; the message names the field."""
+
+
+def _flag(request: Request, name: str) -> bool:
+    return request.query_params.get(name, "0") in ("1", "true", "yes")
+
+
+def label_path(labels_dir: Path, annotator: str) -> Path:
+    """The file holding one annotator's labels."""
+    return labels_dir / f"{annotator}.jsonl"
+
+
+def validate_label(record: RunRecord, data: Any) -> dict[str, Any]:
+    """Check a label against the codebook and the game; return it in the file format.
+
+    Raises:
+        LabelError: a field is missing or wrong (the message names it).
+    """
+    if not isinstance(data, dict):
+        raise LabelError("body: expected a JSON object")
+    annotator = str(data.get("annotator", "")).strip()
+    if not ANNOTATOR.match(annotator):
+        raise LabelError("annotator: 1-40 letters, digits, '.', '_' or '-'")
+    atom = str(data.get("atom", "")).strip().upper()
+    if atom not in atom_letters():
+        raise LabelError(f"atom: {atom!r} is not in the codebook ({', '.join(atom_letters())})")
+    raw_step = data.get("step")
+    try:
+        if isinstance(raw_step, bool) or not isinstance(raw_step, int | str):
+            raise TypeError(raw_step)
+        step = int(raw_step)
+    except (TypeError, ValueError) as exc:
+        raise LabelError("step: expected an integer") from exc
+    if step not in record.steps:
+        raise LabelError(f"step: {step} is not a step of this game (0..{record.last_step})")
+    actor = str(data.get("actor", "")).strip().lower()
+    if actor not in record.game.get("agents", []):
+        raise LabelError(f"actor: {actor!r} is not a seat of this game")
+    evidence = str(data.get("evidence", "")).strip()
+    if len(evidence) > 2000:
+        raise LabelError("evidence: at most 2000 characters")
+    return {
+        "annotator": annotator,
+        "game": record.game.get("game_id", ""),
+        "atom": atom,
+        "step": step,
+        "actor": actor,
+        "evidence": evidence,
+        "source": "viewer",
+        "time": round(time.time(), 3),
+    }
+
+
+def read_labels(labels_dir: Path) -> list[dict[str, Any]]:
+    """Every label in the folder, file by file."""
+    out: list[dict[str, Any]] = []
+    if not labels_dir.is_dir():
+        return out
+    for path in sorted(labels_dir.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    return out
+
+
+def create_app(run: Path, labels_dir: Path | None = None) -> Starlette:
+    """The viewer for one run folder (finished or still being written).
+
+    Args:
+        run: The run folder.
+        labels_dir: Where hand labels go, one JSONL file per annotator
+            (default `RUN/labels/`).
+    """
+    run = Path(run).resolve()
+    record = RunRecord(run)
+    labels = Path(labels_dir) if labels_dir is not None else run / "labels"
+
+    async def index(_request: Request) -> Response:
+        return FileResponse(STATIC / "index.html")
+
+    async def game(request: Request) -> Response:
+        return JSONResponse(record.meta(_flag(request, "analyst")))
+
+    async def step(request: Request) -> Response:
+        try:
+            n = int(request.path_params["n"])
+            return JSONResponse(record.step(n, _flag(request, "analyst")))
+        except (KeyError, ValueError):
+            return JSONResponse({"error": "no such step"}, status_code=404)
+
+    async def live(request: Request) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            seen: tuple[int, int] = (-1, -1)
+            over = False
+            yield "retry: 1000\n\n"
+            while not over:
+                if await request.is_disconnected():
+                    return
+                await asyncio.to_thread(record.refresh)
+                over = record.end is not None
+                now = (record.last_step, len(record.steps))
+                if now != seen or over:
+                    seen = now
+                    payload = json.dumps({"last_step": now[0], "steps": now[1], "over": over})
+                    yield f"event: step\ndata: {payload}\n\n"
+                if not over:
+                    await asyncio.sleep(LIVE_POLL_S)
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def get_codebook(_request: Request) -> Response:
+        return JSONResponse(codebook())
+
+    async def get_labels(_request: Request) -> Response:
+        return JSONResponse(read_labels(labels))
+
+    async def post_label(request: Request) -> Response:
+        try:
+            data = await request.json()
+        except json.JSONDecodeError:
+            return JSONResponse({"error": "body: not JSON"}, status_code=400)
+        try:
+            label = validate_label(record, data)
+        except LabelError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        labels.mkdir(parents=True, exist_ok=True)
+        with label_path(labels, label["annotator"]).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(label) + "\n")
+        return JSONResponse(label, status_code=201)
+
+    routes = [
+        Route("/", index),
+        Route("/api/game", game),
+        Route("/api/step/{n}", step),
+        Route("/api/live", live),
+        Route("/api/codebook", get_codebook),
+        Route("/api/labels", get_labels, methods=["GET"]),
+        Route("/api/labels", post_label, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Mount("/run", StaticFiles(directory=run, check_dir=False), name="run"),
+    ]
+    app = Starlette(routes=routes)
+    app.state.record = record
+    app.state.labels = labels
+    return app
+
+
+__all__ = ["LabelError", "create_app", "label_path", "read_labels", "validate_label"]

@@ -1,0 +1,49 @@
+"""`mineamongus view RUN [--port P] [--host H] [--labels DIR]`: the game viewer."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+NAME = "view"
+
+
+def add_parser(sub: Any) -> None:
+    """Register `view`."""
+    p = sub.add_parser("view", help="watch, replay and label a game in the browser")
+    p.add_argument("run", type=Path, help="the folder a game wrote (--out of play)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default loopback only; the page shows private records)",
+    )
+    p.add_argument(
+        "--labels",
+        type=Path,
+        default=None,
+        help="folder for hand labels, one JSONL file per annotator (default RUN/labels)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve the viewer until Ctrl-C."""
+    from annotation.viewer.server import ViewerError, serve
+
+    if not (args.run / "events.jsonl").is_file():
+        print(
+            f"mineamongus: {args.run}/events.jsonl not found; give a game's --out folder",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"viewer: http://{args.host}:{args.port}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    try:
+        serve(args.run, args.host, args.port, args.labels)
+    except ViewerError as exc:
+        print(f"mineamongus: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
