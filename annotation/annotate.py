@@ -41,6 +41,8 @@ class AnnotateTotals:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
+    """Cost of the priced calls; see `unpriced_calls` for calls whose model has no price."""
+    unpriced_calls: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     """Rejection reasons (their first words) and how often."""
 
@@ -141,7 +143,10 @@ async def annotate_runs(
             totals.cached_calls += int(call.cached)
             totals.tokens_in += 0 if call.cached else call.tokens_in
             totals.tokens_out += 0 if call.cached else call.tokens_out
-            totals.cost_usd += call.cost_usd
+            if call.cost_usd is None:
+                totals.unpriced_calls += 1
+            else:
+                totals.cost_usd += call.cost_usd
         bar.advance(task)
 
     with bar:

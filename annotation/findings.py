@@ -143,7 +143,7 @@ class JudgeCall(BaseModel):
     cached: bool = False
     tokens_in: int = 0
     tokens_out: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     attempts: int = 0
     latency_ms: float = 0.0
     error_class: str = ""

@@ -222,6 +222,7 @@ async def judge_game(
             continue
         tokens_in = tokens_out = attempts = 0
         cost = latency = 0.0
+        unpriced = False
         error_class = error = ""
         items_ok: list[Any] | None = None
         text = ""
@@ -233,7 +234,10 @@ async def judge_game(
                 break
             tokens_in += reply.tokens_in
             tokens_out += reply.tokens_out
-            cost += reply.cost_usd
+            if reply.cost_usd is None:
+                unpriced = True  # an unpriced model: the cost is unknown, not lower
+            else:
+                cost += reply.cost_usd
             attempts += reply.attempts
             latency += reply.latency_ms
             text = reply.text
@@ -249,7 +253,7 @@ async def judge_game(
             status="ok" if items_ok is not None else "failed",
             tokens_in=tokens_in,
             tokens_out=tokens_out,
-            cost_usd=cost,
+            cost_usd=None if unpriced else cost,
             attempts=attempts,
             latency_ms=latency,
             error_class=error_class,

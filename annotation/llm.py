@@ -35,7 +35,7 @@ class JudgeReply:
     model: str
     tokens_in: int
     tokens_out: int
-    cost_usd: float
+    cost_usd: float | None
     attempts: int
     latency_ms: float
     truncated: bool

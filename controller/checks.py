@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import GameConfig
-from controller.events import Event, GameStart, read_events
+from controller.events import Decision, Event, GameStart, Kill, read_events
 from controller.logcheck import log_violations as log_violations
 
 RULE_KINDS = {

@@ -9,10 +9,10 @@ shown as unknown and never as $0; a total with an unknown part is a lower bound.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from controller.config import SideConfig
 from controller.tournament.spec import Arm, TokenEstimate
-from harness_aria.backends.settings import price_for
 
 # Backends that make no billed calls: the scripted control agent and the offline fake.
 _FREE_PREFIXES = ("scripted", "fake")
@@ -48,19 +48,36 @@ def _model_of(backend: str) -> str:
     return backend.split(":", 1)[1] if ":" in backend else backend
 
 
+def side_backend(side: SideConfig) -> str:
+    """The backend a side's agents call (`scripted` for the control agent)."""
+    if side.agent == "scripted":
+        return "scripted"
+    return str(side.args.get("backend", side.agent))
+
+
+def _price(side: SideConfig, model: str) -> Any:
+    # The price table belongs to the model harness's settings; imported here only, so
+    # that the controller itself never depends on the harness.
+    from harness_aria.backends.settings import BackendSettings, price_for
+
+    settings = BackendSettings.model_validate(side.args.get("settings") or {})
+    return price_for(model, settings.prices)
+
+
 def side_estimate(side: SideConfig, seats: int, est: TokenEstimate, n_seats: int) -> SideEstimate:
     """Estimated tokens and cost of one side's seats in one game."""
-    if side.backend.split(":", 1)[0] in _FREE_PREFIXES:
-        return SideEstimate(side.backend, 0.0, 0.0, 0.0)
+    backend = side_backend(side)
+    if backend.split(":", 1)[0] in _FREE_PREFIXES:
+        return SideEstimate(backend, 0.0, 0.0, 0.0)
     decisions = est.decisions_per_game * seats / n_seats
     tin = decisions * est.tokens_in_per_decision
     tout = decisions * est.tokens_out_per_decision
-    price = price_for(_model_of(side.backend), side.settings.prices)
+    price = _price(side, _model_of(backend))
     if price is None:
-        return SideEstimate(side.backend, tin, tout, None)
+        return SideEstimate(backend, tin, tout, None)
     cached = tin * est.cached_share
     cost = price.cost(uncached_in=round(tin - cached), cached_in=round(cached), out=round(tout))
-    return SideEstimate(side.backend, tin, tout, cost)
+    return SideEstimate(backend, tin, tout, cost)
 
 
 def arm_estimate(arm: Arm, games: int, est: TokenEstimate) -> ArmEstimate:
