@@ -271,7 +271,14 @@ class Eager:
 
 
 def test_kills_respect_cooldown_even_if_agents_try(tmp_path: Path) -> None:
-    config = quick(6, kill_cooldown_ticks=400, initial_kill_cooldown_ticks=0, max_steps=8)
+    # No leash on the approach: this test is about the cooldown, not about deferring.
+    config = quick(
+        6,
+        kill_cooldown_ticks=400,
+        initial_kill_cooldown_ticks=0,
+        max_steps=8,
+        kill_defer_distance=500.0,
+    )
     roles = game_roles(config)
     geometry = ShipGeometry(SPEC)
     crew = [a for a, r in roles.items() if r == "crewmate"]
