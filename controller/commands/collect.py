@@ -7,8 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from controller.tournament.collect import CollectError, collect
-
 NAME = "collect"
 
 
@@ -23,6 +21,9 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`mineamongus collect DIR`."""
+    # Imported here so that building the parser (every `play`) does not load pyarrow.
+    from controller.tournament.collect import CollectError, collect
+
     try:
         tables = collect(args.study, progress=lambda line: print(line, file=sys.stderr))
     except CollectError as exc:

@@ -7,16 +7,13 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from controller.tournament.capacity import machine_capacity
-from controller.tournament.display import Progress
-from controller.tournament.estimate import arm_estimate, format_cost
-from controller.tournament.executors import Executor, LocalExecutor
-from controller.tournament.manifest import ManifestError, read_manifest
-from controller.tournament.runner import Runner, RunOptions, open_study, study_spec
-from controller.tournament.spec import SpecError, expand_arms, load_spec
-from controller.tournament.stats import arm_status, format_status
+if TYPE_CHECKING:
+    from controller.tournament.executors import Executor
+
+# The runner's modules (rich, psutil, pyarrow) are imported when the command runs, not
+# when `mineamongus` builds its parser, so that `play` (one per game) starts no slower.
 
 NAME = "tournament"
 
@@ -85,6 +82,9 @@ def _err(msg: str) -> int:
 
 def dry_run(spec_path: Path) -> int:
     """Print arms, games and the token and cost estimate."""
+    from controller.tournament.estimate import arm_estimate, format_cost
+    from controller.tournament.spec import expand_arms, load_spec
+
     spec = load_spec(spec_path)
     arms = expand_arms(spec)
     seeds = spec.seed_list()
@@ -126,6 +126,9 @@ def dry_run(spec_path: Path) -> int:
 
 def status(out: Path) -> int:
     """Print the per-arm table of a study folder."""
+    from controller.tournament.manifest import read_manifest
+    from controller.tournament.stats import arm_status, format_status
+
     manifest = read_manifest(out)
     if manifest is None:
         return _err(f"{out}: no manifest.json; is it a study folder (--out of tournament)?")
@@ -158,11 +161,20 @@ def _executor(
             cpus_per_game=cpus,
             memory_gb=memory_gb,
         )
+    from controller.tournament.executors import LocalExecutor
+
     return LocalExecutor(workers)
 
 
 def run(args: argparse.Namespace) -> int:
     """`mineamongus tournament`."""
+    from controller.tournament.capacity import machine_capacity
+    from controller.tournament.display import Progress
+    from controller.tournament.estimate import arm_estimate
+    from controller.tournament.manifest import ManifestError
+    from controller.tournament.runner import Runner, RunOptions, open_study, study_spec
+    from controller.tournament.spec import SpecError
+
     target: Path = args.target
     try:
         if args.status:

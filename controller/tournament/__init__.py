@@ -1,0 +1,1 @@
+"""Studies of many games: specs, the resumable runner, executors and result tables."""

@@ -148,7 +148,7 @@ def test_too_many_workers_are_warned_about(
         cpus_per_game=1,
         games=1,
     )
-    monkeypatch.setattr("controller.commands.tournament.machine_capacity", lambda *a: small)
+    monkeypatch.setattr("controller.tournament.capacity.machine_capacity", lambda *a: small)
     code = main(["tournament", str(spec), "--out", str(tmp_path / "s"), "--workers", "3"])
     err = capsys.readouterr().err
     assert code == 0, err
