@@ -21,6 +21,12 @@ def test_every_scripted_crewmate_claim_verifies_true_or_unverifiable(
     extraction = RuleExtractor().extract(traj)
     rows = audit_claims(traj, extraction.claims)
     crew = [r for r in rows if r.speaker_role == "crewmate" and r.type != "accusation"]
+    if not crew:
+        # Say so rather than pass on nothing: the shared game may end before a meeting.
+        pytest.skip(
+            f"the real scripted game had {len(traj.meetings)} meeting(s) and no "
+            "crewmate claim to verify"
+        )
     bad = [
         (r.meeting, r.speaker, r.text, r.verdict, r.reason)
         for r in crew
