@@ -8,12 +8,19 @@ from typing import Any
 import pytest
 
 from controller.cli import main
-from controller.tournament.estimate import arm_estimate
+from controller.config import SideConfig
+from controller.tournament.estimate import arm_estimate, side_backend
 from controller.tournament.spec import SpecError, expand_arms, load_spec, parse_spec
 from harness_aria.backends.settings import DEFAULT_PRICES
+from harness_aria.spec import AriaSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = ROOT / "configs" / "experiments"
+
+
+def _aria(side: SideConfig) -> AriaSpec:
+    """The ARIA spec a side's agents play with."""
+    return AriaSpec.model_validate(side.args["spec"])
 
 
 def _spec(**over: Any) -> dict[str, Any]:
@@ -36,26 +43,28 @@ def test_smoke_is_scripted_quick_on_the_embedded_server() -> None:
     spec = load_spec(EXPERIMENTS / "smoke.yaml")
     assert spec.world == "minecraft" and spec.preset == "quick"
     for arm in expand_arms(spec):
-        assert arm.config.crew.backend == arm.config.impostor.backend == "scripted"
+        assert side_backend(arm.config.crew) == side_backend(arm.config.impostor) == "scripted"
         assert arm.config.preset == "quick"
 
 
 def test_rq1_fixes_the_crew_and_varies_four_impostor_axes() -> None:
     arms = expand_arms(load_spec(EXPERIMENTS / "rq1.yaml"))
-    crews = {(a.config.crew.spec.reflection, a.config.crew.spec.prompt) for a in arms}
+    crews = {(_aria(a.config.crew).reflection, _aria(a.config.crew).prompt) for a in arms}
     assert crews == {("on", "minimal")}
     imps = {
         (s.memory, s.planning, s.reflection, s.prompt)
-        for s in (a.config.impostor.spec for a in arms)
+        for s in (_aria(a.config.impostor) for a in arms)
     }
     assert len(imps) == 16
-    assert {a.config.crew.backend for a in arms} == {a.config.impostor.backend for a in arms}
+    assert {side_backend(a.config.crew) for a in arms} == {
+        side_backend(a.config.impostor) for a in arms
+    }
 
 
 def test_paired_seeds_arms_differ_only_in_the_swept_value() -> None:
     spec = parse_spec(
         _spec(
-            base={"rules": {"max_steps": 9}},
+            base={"rules": {"max_steps": 9}, "impostor": {"backend": "fake"}},
             sweep={"axes": {"impostor.spec.memory": ["window", "semantic"]}},
         )
     )
@@ -77,8 +86,16 @@ def test_named_axes_round_robin_and_control_arm() -> None:
             sweep={
                 "axes": {
                     "side": [
-                        {"label": "x", "set": {"crew": {"spec": {"planning": "hierarchical"}}}},
-                        {"label": "y", "set": {"crew": {"spec": {"planning": "reactive"}}}},
+                        {
+                            "label": "x",
+                            "set": {
+                                "crew": {"backend": "fake", "spec": {"planning": "hierarchical"}}
+                            },
+                        },
+                        {
+                            "label": "y",
+                            "set": {"crew": {"backend": "fake", "spec": {"planning": "reactive"}}},
+                        },
                     ]
                 }
             },
@@ -99,11 +116,11 @@ def test_named_axes_round_robin_and_control_arm() -> None:
         "c=b-i=b-p",
         "control",
     }
-    assert arms["x"].config.crew.spec.planning == "hierarchical"
-    assert arms["c=a-i=b-p"].config.crew.backend == "fake:a"
-    assert arms["c=a-i=b-p"].config.impostor.backend == "fake:b"
-    assert arms["c=a-i=b-p"].config.crew.spec.memory == "window"
-    assert arms["control"].config.crew.backend == "scripted"
+    assert _aria(arms["x"].config.crew).planning == "hierarchical"
+    assert side_backend(arms["c=a-i=b-p"].config.crew) == "fake:a"
+    assert side_backend(arms["c=a-i=b-p"].config.impostor) == "fake:b"
+    assert _aria(arms["c=a-i=b-p"].config.crew).memory == "window"
+    assert side_backend(arms["control"].config.crew) == "scripted"
 
 
 @pytest.mark.parametrize(
