@@ -101,6 +101,14 @@ def _play_parser(sub: Any) -> None:
         help="'fake' plays in the in-process simulated world (no Minecraft)",
     )
     p.add_argument("--quiet", action="store_true", help="no per-step progress")
+    p.add_argument(
+        "--view",
+        action="store_true",
+        help="serve the game viewer on loopback while the game is played (prints its address)",
+    )
+    p.add_argument(
+        "--view-port", type=int, default=None, help="port of --view (default: a free one)"
+    )
 
 
 def _replay_parser(sub: Any) -> None:
@@ -244,11 +252,27 @@ def cmd_play(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr, flush=True)
 
     signal.signal(signal.SIGTERM, _terminate)
+    viewer = None
+    if args.view:
+        # The viewer reads only the run folder from its own thread: the step loop never
+        # waits for it (benchmarks/viewer.py measures the difference).
+        from annotation.viewer.server import ViewerError, start_background
+
+        try:
+            viewer = start_background(out, port=args.view_port)
+        except ViewerError as exc:
+            print(f"mineamongus: {exc}", file=sys.stderr)
+            return 2
+        print(f"viewer: {viewer.url}", file=sys.stderr, flush=True)
     try:
         result = play_game(config, spec, args.world, out, progress)
     except KeyboardInterrupt:
         print(f"mineamongus: interrupted; the partial record is in {out}", file=sys.stderr)
         return 130
+    finally:
+        if viewer is not None:
+            viewer.stop()
+            print(f"viewer stopped; replay with: mineamongus view {out}", file=sys.stderr)
     outcome = {
         "status": result.status,
         "winner": result.winner,

@@ -167,3 +167,31 @@ def test_live_stream_announces_steps(viewer: tuple[BackgroundViewer, Path]) -> N
         assert res.headers["Content-Type"].startswith("text/event-stream")
         body = res.read().decode()  # the game is over, so the stream ends
     assert "event: step" in body and '"over": true' in body
+
+
+def test_play_with_view_serves_the_game_while_it_is_played(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.cli import main
+
+    out = tmp_path / "run"
+    code = main(
+        [
+            "play",
+            "--world",
+            "fake",
+            "--frames",
+            "off",
+            "--seed",
+            "3",
+            "--quiet",
+            "--view",
+            "--out",
+            str(out),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "viewer: http://127.0.0.1:" in err
+    assert f"mineamongus view {out}" in err
+    assert (out / "events.jsonl").is_file()
