@@ -47,5 +47,5 @@ if python3 -c 'import sys, sysconfig, os; sys.exit(0 if os.path.exists(os.path.j
 fi
 PY=$(bash scripts/python.sh)
 echo "setup: installing the Python package with $PY"
-"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,ray]"
 echo "setup: done ($PY; the command is $(dirname "$PY")/mineamongus)"
