@@ -23,7 +23,7 @@ const GOTO_ATTEMPTS = 3
 // After an abort, how long to wait for the step loop to unwind before answering.
 const UNWIND_MS = 1000
 // How long a program waits for the controller's directive on one of its rule events
-// before it fails (the controller answers in well under a millisecond when alive).
+// before it fails (a live controller answers within a few ms; benchmarks/arbiter.py).
 const DIRECTIVE_TIMEOUT_MS = 30000
 // The sampler wakes this often (process clock) to check whether a sample is due.
 const SAMPLER_POLL_MS = 20
