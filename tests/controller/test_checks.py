@@ -356,6 +356,26 @@ def test_task_across_a_meeting_and_away_from_the_station(good: list[Event]) -> N
     caught(evs, t.step, t.agent, f"station {t.station}", "blocks from it")
 
 
+def test_samples_of_a_later_step_at_the_completion_tick_are_not_the_tasks(
+    good: list[Event],
+) -> None:
+    # A meeting may take no ticks: the step after it samples the seats at the tick
+    # the step before it ended, maybe the tick a task was completed. Not the task's.
+    t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
+    seats = Trace(
+        step=t.step + 1,
+        tick=t.tick,
+        interval=10,
+        ticks=[t.tick],
+        players={t.agent: [(0.0, 65.0, 0.0, 0.0)]},
+    )
+    evs = insert(good, lambda e: isinstance(e, StepStart) and e.step == t.step + 1, seats)
+    assert log_violations(evs) == []
+    # The same sample in the task's own step finds the player away.
+    evs, _ = edit(evs, lambda e: e is seats, step=t.step)
+    caught(evs, t.step, t.agent, f"station {t.station}", "blocks from it")
+
+
 def test_task_start_events_are_required_once_the_log_has_them(good: list[Event]) -> None:
     # The task's own task_start is missing, or names another station.
     t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
