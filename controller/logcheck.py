@@ -535,7 +535,9 @@ class _Audit:
                 f"{ev.agent}'s task at station {ev.station} (ticks {start}-{ev.tick}) spans "
                 f"the meeting called at tick {crossed[0]}",
             )
-        away = self._away_from_station(ev.agent, ev.station, start, ev.tick)
+        clock = self.clocks.get(ev.agent)
+        first_step = clock.step if clock is not None and clock.tick == start else 0
+        away = self._away_from_station(ev.agent, ev.station, start, ev.tick, (first_step, ev.step))
         if away is not None:
             self.flag(
                 ev.step,
@@ -574,21 +576,29 @@ class _Audit:
         return max(ticks) if ticks else None
 
     def _away_from_station(
-        self, agent: str, station: int, start: int, end: int
+        self, agent: str, station: int, start: int, end: int, steps: tuple[int, int]
     ) -> tuple[int, float] | None:
-        """The first sampled pose in [start, end] away from the station, if any."""
+        """The first pose sampled in [start, end], by the steps from the task's start
+        to its completion, away from the station, if any."""
         if self.stations is None or station not in self.stations:
             return None
         target = self.stations[station]
         limit = self.rules.station_range + POSE_SLACK
-        for tick, pos in self._poses(agent, start, end):
+        for tick, pos in self._poses(agent, start, end, steps):
             gap = math.dist(pos, target)
             if gap > limit:
                 return tick, gap
         return None
 
-    def _poses(self, agent: str, start: int, end: int) -> Iterable[tuple[int, Vec3]]:
+    def _poses(
+        self, agent: str, start: int, end: int, steps: tuple[int, int]
+    ) -> Iterable[tuple[int, Vec3]]:
+        # Only samples of the steps the task ran in: a meeting may take no ticks, so
+        # the step after it samples the seats at the very tick the step before it
+        # ended; a sample at the same tick in another step is not this task's.
         for ev in self.events:
+            if not steps[0] <= ev.step <= steps[1]:
+                continue
             if isinstance(ev, Trace) and agent in ev.players:
                 for tick, sample in zip(ev.ticks, ev.players[agent], strict=False):
                     if start <= tick <= end:

@@ -26,6 +26,7 @@ from controller.events import (
     Speech,
     StepStart,
     TaskDone,
+    TaskInterrupted,
     TaskStart,
     Trace,
     Vote,
@@ -34,9 +35,9 @@ from controller.events import (
 from controller.logcheck import derive_ending, log_violations
 from world.spec import load_map
 
-SEED = 12
-"""A quick fake-world game with kills, report and emergency meetings, two ejections
-and a `tasks_done` ending."""
+SEED = 15
+"""A quick fake-world game with kills (one after a meeting), report and emergency
+meetings, two ejections and a `tasks_done` ending."""
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,27 @@ def start_of(events: list[Event]) -> GameStart:
     return s
 
 
+def task_start_of(events: list[Event], t: TaskDone) -> TaskStart:
+    """The `task_start` the completed task `t` was held from (the last one before it)."""
+    i = events.index(t)
+    st = next(
+        e
+        for e in reversed(events[:i])
+        if isinstance(e, TaskStart) and e.agent == t.agent and e.station == t.station
+    )
+    assert st.tick == t.start_tick, (st, t)
+    return st
+
+
+def as_v1_tasks(events: list[Event]) -> list[Event]:
+    """The log as the v1 loop wrote tasks: no task_start/interrupted, no start_tick."""
+    return [
+        e.model_copy(update={"start_tick": None}) if isinstance(e, TaskDone) else e
+        for e in events
+        if not isinstance(e, TaskStart | TaskInterrupted)
+    ]
+
+
 def test_good_log_is_clean(good: list[Event]) -> None:
     assert log_violations(good) == []
     assert reexported is log_violations
@@ -124,16 +146,14 @@ def test_reads_a_path_and_a_v1_log(good: list[Event], tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------- kills
 def test_kill_in_cooldown(good: list[Event]) -> None:
-    # White's second kill, moved before its cooldown after meeting 1 runs out.
+    # The first kill after a meeting, moved before the cooldown that meeting's end
+    # starts runs out.
     end1 = next(e for e in good if isinstance(e, MeetingEnd))
+    late = next(e for e in good if isinstance(e, Kill) and e.tick > end1.tick)
+    last_end = [e for e in good if isinstance(e, MeetingEnd) and e.tick < late.tick][-1]
     rules = start_of(good).config["rules"]
-    evs, k = edit(
-        good,
-        lambda e: isinstance(e, Kill) and e.killer == "white",
-        1,
-        tick=end1.tick + rules["kill_cooldown_ticks"] - 1,
-    )
-    caught(evs, k.step, "white", "cooldown")
+    evs, k = edit(good, lambda e: e is late, tick=last_end.tick + rules["kill_cooldown_ticks"] - 1)
+    caught(evs, k.step, late.killer, "cooldown")
 
 
 def test_kill_out_of_range(good: list[Event]) -> None:
@@ -209,29 +229,47 @@ def test_wrong_tally(good: list[Event]) -> None:
 
 
 def test_wrong_ejection_on_a_tie(good: list[Event]) -> None:
-    # Meeting 2 (green 3, skip 2): one green ballot becomes red, so green 2, skip 2,
-    # red 1: a tie, which must eject no one; the log still says green was ejected.
+    # Meeting 2: ballots for the ejected player move to skip (one abstains when the
+    # gap is odd) until the two tie, which must eject no one; the tally is made to
+    # match the ballots, but the log still says the player was ejected.
     end = [e for e in good if isinstance(e, MeetingEnd)][1]
-    votes = [e for e in good if isinstance(e, Vote) and e.step == end.step]
-    green = [v for v in votes if v.target == "green"]
-    evs2, _ = edit(good, lambda e: e is green[0], target="red")
-    evs2, _ = edit(
-        evs2,
-        lambda e: isinstance(e, MeetingEnd) and e.index == end.index,
-        tally={"green": 2, "red": 1, "skip": 2},
-    )
-    caught(evs2, end.step, "ejected", "tie ejecting None")
+    assert end.ejected is not None
+    evs = list(good)
+
+    def tally() -> dict[str, int]:
+        out: dict[str, int] = {}
+        for v in evs:
+            if isinstance(v, Vote) and v.step == end.step and v.target is not None:
+                out[v.target] = out.get(v.target, 0) + 1
+        return out
+
+    while (gap := tally()[end.ejected] - tally().get("skip", 0)) > 0:
+        ballot = next(
+            v for v in evs if isinstance(v, Vote) and v.step == end.step and v.target == end.ejected
+        )
+        evs, _ = edit(evs, lambda e, b=ballot: e is b, target=None if gap == 1 else "skip")
+    assert tally()[end.ejected] == tally()["skip"]
+    abstained = [
+        v.voter for v in evs if isinstance(v, Vote) and v.step == end.step and not v.target
+    ]
+    evs, _ = edit(evs, lambda e: e is end, tally=tally(), abstained=abstained)
+    found = caught(evs, end.step, "ejected", "tie ejecting None")
+    assert not [v for v in log_violations(evs) if "tally" in v or "abstained" in v], found
 
 
 def test_vote_counted_from_an_abstention(good: list[Event]) -> None:
+    # One ballot for the ejected player becomes an abstention (or a failed ballot);
+    # the log's tally still counts it.
     end = [e for e in good if isinstance(e, MeetingEnd)][1]
-    green = next(
-        e for e in good if isinstance(e, Vote) and e.step == end.step and e.target == "green"
+    assert end.ejected is not None
+    ballot = next(
+        e for e in good if isinstance(e, Vote) and e.step == end.step and e.target == end.ejected
     )
-    evs, _ = edit(good, lambda e: e is green, target=None)
-    caught(evs, end.step, "tally", "'green': 2")
-    evs, _ = edit(good, lambda e: e is green, failed=True, error_kind="model", error="timeout")
-    caught(evs, end.step, "tally", "'green': 2")
+    fewer = f"'{end.ejected}': {end.tally[end.ejected] - 1}"
+    evs, _ = edit(good, lambda e: e is ballot, target=None)
+    caught(evs, end.step, "tally", fewer)
+    evs, _ = edit(good, lambda e: e is ballot, failed=True, error_kind="model", error="timeout")
+    caught(evs, end.step, "tally", fewer)
 
 
 def test_ejection_without_a_vote_and_voting_for_the_dead(good: list[Event]) -> None:
@@ -251,67 +289,118 @@ def test_task_at_an_unassigned_station(good: list[Event]) -> None:
 
 
 def test_task_done_too_early(good: list[Event]) -> None:
+    # The task's start moved to 10 ticks before its completion: in the task_start
+    # event and the task_done's start_tick alike.
     t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
+    st = task_start_of(good, t)
     evs, _ = edit(good, lambda e: e is t, start_tick=t.tick - 10)
+    evs, _ = edit(evs, lambda e: e is st, tick=t.tick - 10)
+    found = caught(evs, t.step, "after 10 ticks")
+    assert not [v for v in log_violations(evs) if "task_start is at" in v], found
+    # Only start_tick moved: the two disagree (the task_start is the evidence).
+    evs, _ = edit(good, lambda e: e is t, start_tick=t.tick - 10)
+    caught(
+        evs, t.step, t.agent, f"started at tick {t.tick - 10}", f"task_start is at tick {st.tick}"
+    )
+    # A log without task_start events: start_tick alone.
+    evs, _ = edit(
+        as_v1_tasks(good),
+        lambda e: isinstance(e, TaskDone) and e.tick == t.tick and e.agent == t.agent,
+        start_tick=t.tick - 10,
+    )
     caught(evs, t.step, "after 10 ticks")
 
 
 def test_task_too_early_by_program_marks_in_a_v1_log(good: list[Event]) -> None:
-    # No start_tick: the start comes from the player's `task_start` program mark.
-    t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
-    run = next(
-        e for e in good if isinstance(e, ProgramRun) and e.agent == t.agent and e.step == t.step
+    # No task_start events, no start_tick: the start comes from the player's
+    # `task_start` program mark.
+    v1 = as_v1_tasks(good)
+    assert log_violations(v1) == []
+
+    def tag(t: TaskDone) -> str:
+        return f"task_start:{t.station}"
+
+    t, run = next(
+        (t, r)
+        for t in v1
+        if isinstance(t, TaskDone) and not t.fake
+        for r in v1
+        if isinstance(r, ProgramRun)
+        and r.agent == t.agent
+        and r.step == t.step
+        and any(pe.get("tag") == tag(t) for pe in r.events)
     )
-    tag = f"task_start:{t.station}"
-    marks = [{**pe, "tick": t.tick - 5} if pe.get("tag") == tag else pe for pe in run.events]
-    evs, _ = edit(good, lambda e: e is run, events=marks)
+    marks = [{**pe, "tick": t.tick - 5} if pe.get("tag") == tag(t) else pe for pe in run.events]
+    evs, _ = edit(v1, lambda e: e is run, events=marks)
     caught(evs, t.step, "after 5 ticks")
 
 
 def test_task_across_a_meeting_and_away_from_the_station(good: list[Event]) -> None:
+    # The first task done after a meeting claims (in its task_start and start_tick)
+    # to have started the tick before the meeting was called.
     m = next(e for e in good if isinstance(e, MeetingStart))
     t = next(e for e in good if isinstance(e, TaskDone) and not e.fake and e.tick > m.tick)
+    st = task_start_of(good, t)
     evs, _ = edit(good, lambda e: e is t, start_tick=m.tick - 1)
+    evs, _ = edit(evs, lambda e: e is st, tick=m.tick - 1)
     caught(evs, t.step, "spans the meeting")
-    # v2: task_start events and a trace sample that leaves the station.
-    start = TaskStart(step=t.step, tick=t.tick - 100, agent=t.agent, station=t.station, room=t.room)
+    # A trace sample between its start and completion finds the player away.
     far = Trace(
         step=t.step,
         tick=t.tick,
         interval=10,
-        ticks=[t.tick - 50],
+        ticks=[(st.tick + t.tick) // 2],
         players={t.agent: [(0.0, 65.0, 0.0, 0.0)]},
     )
-    evs = insert(
-        insert(good, lambda e: isinstance(e, StepStart) and e.step == t.step, start),
-        lambda e: e is t,
-        far,
+    evs = insert(good, lambda e: e is t, far)
+    caught(evs, t.step, t.agent, f"station {t.station}", "blocks from it")
+
+
+def test_samples_of_a_later_step_at_the_completion_tick_are_not_the_tasks(
+    good: list[Event],
+) -> None:
+    # A meeting may take no ticks: the step after it samples the seats at the tick
+    # the step before it ended, maybe the tick a task was completed. Not the task's.
+    t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
+    seats = Trace(
+        step=t.step + 1,
+        tick=t.tick,
+        interval=10,
+        ticks=[t.tick],
+        players={t.agent: [(0.0, 65.0, 0.0, 0.0)]},
     )
-    # Every other task lacks its task_start now; look only at this one.
-    hits = caught(evs, t.step, t.agent, f"station {t.station}", "blocks from it")
-    assert hits
+    evs = insert(good, lambda e: isinstance(e, StepStart) and e.step == t.step + 1, seats)
+    assert log_violations(evs) == []
+    # The same sample in the task's own step finds the player away.
+    evs, _ = edit(evs, lambda e: e is seats, step=t.step)
+    caught(evs, t.step, t.agent, f"station {t.station}", "blocks from it")
 
 
 def test_task_start_events_are_required_once_the_log_has_them(good: list[Event]) -> None:
+    # The task's own task_start is missing, or names another station.
     t = next(e for e in good if isinstance(e, TaskDone) and not e.fake)
-    start = TaskStart(
-        step=t.step, tick=t.tick - 70, agent=t.agent, station=t.station + 1, room=t.room
-    )
-    evs = insert(good, lambda e: isinstance(e, StepStart) and e.step == t.step, start)
+    st = task_start_of(good, t)
+    evs = [e for e in good if e is not st]
+    caught(evs, t.step, t.agent, "no start in the log")
+    evs, _ = edit(good, lambda e: e is st, station=t.station + 1)
     caught(evs, t.step, t.agent, "no start in the log")
 
 
 # ---------------------------------------------------------------------- button
 def test_button_during_lockout(good: list[Event]) -> None:
-    e = next(e for e in good if isinstance(e, Emergency))
-    last_end = [m for m in good if isinstance(m, MeetingEnd) and m.tick <= e.tick][-1]
+    # Pressed 5 ticks after the meeting before it ended (meetings take no ticks in
+    # the fake world, so the order of the log, not the ticks, says which is before).
+    i = next(i for i, e in enumerate(good) if isinstance(e, Emergency))
+    e = good[i]
+    last_end = [m for m in good[:i] if isinstance(m, MeetingEnd)][-1]
     evs, _ = edit(good, lambda x: x is e, tick=last_end.tick + 5)
     caught(evs, e.step, e.caller, "lockout")
 
 
 def test_button_over_budget(good: list[Event]) -> None:
-    e = next(e for e in good if isinstance(e, Emergency))
-    end = next(m for m in good if isinstance(m, MeetingEnd) and m.tick > e.tick)
+    i = next(i for i, e in enumerate(good) if isinstance(e, Emergency))
+    e = good[i]
+    end = next(m for m in good[i:] if isinstance(m, MeetingEnd))
     again = e.model_copy(update={"step": end.step + 1, "tick": end.tick + 1000})
     evs = insert(good, lambda x: x is end, again)
     caught(evs, end.step + 1, e.caller, "budget")
@@ -361,11 +450,22 @@ def test_wrong_ending(good: list[Event]) -> None:
 
 
 def test_game_continued_after_an_ending(good: list[Event]) -> None:
+    # A kill by a living impostor of a living crewmate, the tick after the last task.
+    start = start_of(good)
     last_task = [e for e in good if isinstance(e, TaskDone) and not e.fake][-1]
-    k = next(e for e in good if isinstance(e, Kill) and e.killer == "white")
-    living_crew = "yellow"
+    gone = {e.victim for e in good if isinstance(e, Kill)} | {
+        e.agent for e in good if e.kind == "eject"
+    }
+    killer = next(a for a in start.agents if start.roles[a] == "impostor" and a not in gone)
+    living_crew = next(a for a in start.agents if start.roles[a] == "crewmate" and a not in gone)
+    k = next(e for e in good if isinstance(e, Kill))
     late = k.model_copy(
-        update={"step": last_task.step, "tick": last_task.tick + 1, "victim": living_crew}
+        update={
+            "step": last_task.step,
+            "tick": last_task.tick + 1,
+            "killer": killer,
+            "victim": living_crew,
+        }
     )
     evs = insert(good, lambda e: e is last_task, late)
     caught(evs, last_task.step, "went on", "tasks_done")
