@@ -56,6 +56,13 @@ SAMPLED_CAUSES = {"step_end", "meeting_call"}
 Winner = Literal["crew", "impostors"]
 
 
+CANCEL_SLACK_TICKS = 1
+"""How long after its kill a victim's program may still read as running: the cancel
+directive reaches the bot within the tick of the kill, but the real server's clock
+counts whole ticks, so the program's end can be stamped one tick later. Nothing the
+victim does in that tick counts (the rules refuse a dead player's actions)."""
+
+
 @dataclass(frozen=True)
 class DerivedEnding:
     """The ending the log's own events reach, and where."""
@@ -232,7 +239,7 @@ class _Audit:
         if isinstance(ev, ProgramRun) and kill is not None and kill.step == ev.step:
             # The victim's own program record of the step it died in: written when the
             # batch ends, it must show the program stopped at the kill (v2 loop).
-            if self.strict_cancel and ev.end_tick > kill.tick:
+            if self.strict_cancel and ev.end_tick > kill.tick + CANCEL_SLACK_TICKS:
                 self.flag(
                     ev.step,
                     f"{actor} was killed at tick {kill.tick} but its program ran to "
