@@ -56,10 +56,10 @@ SAMPLED_CAUSES = {"step_end", "meeting_call"}
 Winner = Literal["crew", "impostors"]
 
 
-CANCEL_SLACK_TICKS = 1
+CANCEL_SLACK_TICKS = 2
 """How long after its kill a victim's program may still read as running: the cancel
-directive reaches the bot within the tick of the kill, but the real server's clock
-counts whole ticks, so the program's end can be stamped one tick later. Nothing the
+directive's round trip (Node -> rules -> Node) and the real server's whole-tick clock
+can stamp the program's end up to two ticks (100 ms) after the kill. Nothing the
 victim does in that tick counts (the rules refuse a dead player's actions)."""
 
 

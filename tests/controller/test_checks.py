@@ -32,7 +32,7 @@ from controller.events import (
     Vote,
     read_events,
 )
-from controller.logcheck import derive_ending, log_violations
+from controller.logcheck import CANCEL_SLACK_TICKS, derive_ending, log_violations
 from world.spec import load_map
 
 SEED = 15
@@ -213,12 +213,12 @@ def test_victim_program_running_past_the_kill_in_a_v2_log(good: list[Event]) -> 
     stopped = victim_run.model_copy(update={"status": "cancelled", "end_tick": k.tick})
     evs = insert([good[0], trace, *good[1:]], lambda e: e is k, stopped)
     assert [v for v in log_violations(evs) if k.victim in v] == []
-    # The real server stamps whole ticks: one tick late is the directive's round trip...
-    late = stopped.model_copy(update={"end_tick": k.tick + 1})
+    # The real server stamps whole ticks: two ticks late is the directive's round trip...
+    late = stopped.model_copy(update={"end_tick": k.tick + CANCEL_SLACK_TICKS})
     evs = insert([good[0], trace, *good[1:]], lambda e: e is k, late)
     assert [v for v in log_violations(evs) if k.victim in v] == []
-    # ...two are a program that went on.
-    later = stopped.model_copy(update={"end_tick": k.tick + 2})
+    # ...more is a program that went on.
+    later = stopped.model_copy(update={"end_tick": k.tick + CANCEL_SLACK_TICKS + 1})
     caught(insert([good[0], trace, *good[1:]], lambda e: e is k, later), k.step, k.victim, "ran to")
 
 

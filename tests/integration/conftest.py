@@ -14,19 +14,18 @@ from controller.cli import play_game
 from controller.config import resolve_config
 from world.spec import load_map
 
-REAL_RUN_SEED = 14
-REAL_RUN_RULES = {"tasks_per_crewmate": 5, "max_steps": 20}
-"""Seed 14 with five tasks each: on the fake world this game has a kill, a report
-meeting at step 4, an emergency-or-report second meeting and an ejection within 20
-steps, so the record has meetings, speech and votes for the audits to read. The real
-server's timing differs from the fake world's, so tests that need a meeting check for
-one."""
+REAL_RUN_SEED = 3
+REAL_RUN_RULES = {"task_ticks": 120, "kill_cooldown_ticks": 100, "max_steps": 30}
+"""Longer tasks and a shorter kill cooldown than the quick preset, so the scripted
+impostors get time to kill and bodies get found: the record then has kills, meetings,
+speech and votes for the audits to read. The real server's timing is not replayable,
+so tests that need a meeting check for one."""
 
 
 @pytest.fixture(scope="session")
 def real_scripted_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder of one finished quick scripted game on the real embedded server
-    (frames on, seed 14, five tasks each, at most 20 steps): `events.jsonl`,
+    (frames on, seed 3, longer tasks, at most 30 steps): `events.jsonl`,
     `summary.json`, `frames/`."""
     out = tmp_path_factory.mktemp("real-scripted-run")
     config = resolve_config("quick", overrides={"seed": REAL_RUN_SEED, "rules": REAL_RUN_RULES})
