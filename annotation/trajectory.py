@@ -503,41 +503,28 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             if not seats and ev.cause == "step_end" and phase == "free_roam":
                 end_seen.add(step)
             target_list = traj.seat_sightings if seats else traj.sightings
-            for viewer in set(ev.sees) | set(ev.near):
-                fov = set(ev.sees.get(viewer, []))
-                near = set(ev.near.get(viewer, []))
-                for target in sorted(fov | near):
-                    target_list.append(
-                        Sighting(
-                            ev.tick,
-                            at,
-                            viewer,
-                            target,
-                            target in fov,
-                            target in near,
-                            ev.cause,
-                            ev.subject,
-                            round_start=at != step,
+            for fov_map, near_map, body in (
+                (ev.sees, ev.near, False),
+                (ev.bodies, ev.bodies_near, True),
+            ):
+                for viewer in set(fov_map) | set(near_map):
+                    fov = set(fov_map.get(viewer, []))
+                    near = set(near_map.get(viewer, []))
+                    for target in sorted(fov | near):
+                        target_list.append(
+                            Sighting(
+                                ev.tick,
+                                at,
+                                viewer,
+                                target,
+                                target in fov,
+                                target in near,
+                                ev.cause,
+                                ev.subject,
+                                body=body,
+                                round_start=at != step,
+                            )
                         )
-                    )
-            for viewer in set(ev.bodies) | set(ev.bodies_near):
-                fov = set(ev.bodies.get(viewer, []))
-                near = set(ev.bodies_near.get(viewer, []))
-                for target in sorted(fov | near):
-                    target_list.append(
-                        Sighting(
-                            ev.tick,
-                            at,
-                            viewer,
-                            target,
-                            target in fov,
-                            target in near,
-                            ev.cause,
-                            ev.subject,
-                            body=True,
-                            round_start=at != step,
-                        )
-                    )
         elif isinstance(ev, ProgramRun):
             for pe in ev.events:
                 if pe.get("kind") != "mark":
