@@ -9,8 +9,11 @@
    with the viewer serving it live and a browser connected to the live stream, and
    prints the median controller time per step (decisions excluded) for each and
    their ratio.
+3. A study's page: writes a study folder of `--games` games (the size of rq2) with a
+   short log each, serves it as `tournament --view` does, and times `/api/study` (the
+   list the page is pushed every second) and the page open in headless Chromium.
 
-Run: python benchmarks/viewer.py [--steps 200] [--repeat 3]
+Run: python -m benchmarks.viewer [--steps 200] [--repeat 3] [--games 1152]
 """
 
 from __future__ import annotations
@@ -166,6 +169,56 @@ def page_open(steps: int, repeat: int) -> list[float]:
     return times
 
 
+def synthetic_study(out: Path, games: int) -> Path:
+    """A study folder of `games` games: all done but four running, each a short log."""
+    from controller.tournament.manifest import Attempt, Entry, Manifest, write_manifest
+
+    entries = {}
+    arms = [f"arm{i}" for i in range(max(1, games // 8))]
+    for i in range(games):
+        arm, seed = arms[i % len(arms)], i // len(arms)
+        run = f"games/{arm}/seed{seed}-try1"
+        (out / run).mkdir(parents=True)
+        running = i < 4
+        lines = [{"v": 2, "kind": "step_start", "step": s, "tick": 300 * s} for s in range(20)]
+        if not running:
+            lines.append({"v": 2, "kind": "game_end", "step": 20, "tick": 6000})
+        (out / run / "events.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        attempt = Attempt(run=run, started=1.0, ended=None if running else 2.0)
+        status = "running" if running else "done"
+        entries[f"{arm}/seed{seed}"] = Entry(arm=arm, seed=seed, status=status, attempts=[attempt])
+    seeds = sorted({e.seed for e in entries.values()})
+    manifest = Manifest(
+        name="bench", world="fake", arms=dict.fromkeys(arms, ""), seeds=seeds, games=entries
+    )
+    write_manifest(out, manifest)
+    return out
+
+
+def study_open(games: int, repeat: int) -> tuple[list[float], list[float]]:
+    """Seconds for `/api/study` and for the study page to draw, `repeat` times each."""
+    import urllib.request
+
+    with tempfile.TemporaryDirectory(prefix="mau-viewer-bench-") as tmp:
+        viewer = start_background(synthetic_study(Path(tmp), games))
+        api: list[float] = []
+        page: list[float] = []
+        try:
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                with urllib.request.urlopen(viewer.url + "api/study", timeout=60) as res:
+                    listed = len(json.loads(res.read())["games"])
+                api.append(time.perf_counter() - t0)
+                assert listed == games, listed
+            with headless_chromium() as driver:
+                for _ in range(repeat):
+                    driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+                    page.append(open_viewer(driver, viewer.url, timeout=60))
+        finally:
+            viewer.stop()
+    return api, page
+
+
 def _play(watch: bool, seed: int, out: Path) -> list[float]:
     spec = load_map("skeld")
     geometry = ShipGeometry(spec)
@@ -201,6 +254,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=2)
+    parser.add_argument("--games", type=int, default=1152, help="games of the study page")
     args = parser.parse_args()
 
     times = page_open(args.steps, args.repeat)
@@ -215,6 +269,12 @@ def main() -> int:
     print(f"step overhead without viewer: median {a:.2f} ms over {len(alone)} steps")
     print(f"step overhead with a connected viewer: median {w:.2f} ms over {len(watched)} steps")
     print(f"ratio watched/alone: {w / a:.2f}")
+    api, page = study_open(args.games, args.repeat)
+    print(
+        f"study of {args.games} games: /api/study median {statistics.median(api):.3f} s "
+        f"(runs: {', '.join(f'{t:.3f}' for t in api)}), page open median "
+        f"{statistics.median(page):.2f} s"
+    )
     return 0
 
 

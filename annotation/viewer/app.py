@@ -108,13 +108,17 @@ def read_labels(labels_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def create_app(run: Path, labels_dir: Path | None = None) -> Starlette:
+def create_app(
+    run: Path, labels_dir: Path | None = None, study_url: str | None = None
+) -> Starlette:
     """The viewer for one run folder (finished or still being written).
 
     Args:
         run: The run folder.
         labels_dir: Where hand labels go, one JSONL file per annotator
             (default `RUN/labels/`).
+        study_url: The page of the study this game belongs to, when served as part of
+            one (`annotation.viewer.study`); the page then links back to it.
     """
     run = Path(run).resolve()
     record = RunRecord(run)
@@ -124,7 +128,7 @@ def create_app(run: Path, labels_dir: Path | None = None) -> Starlette:
         return FileResponse(STATIC / "index.html")
 
     async def game(request: Request) -> Response:
-        return JSONResponse(record.meta(_flag(request, "analyst")))
+        return JSONResponse({**record.meta(_flag(request, "analyst")), "study_url": study_url})
 
     async def step(request: Request) -> Response:
         try:

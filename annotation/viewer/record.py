@@ -241,7 +241,7 @@ class RunRecord:
         for agent in self.game.get("agents", []):
             path = self.frame_path(n, agent)
             if path is not None:
-                frames[agent] = f"/run/{path}"
+                frames[agent] = f"run/{path}"  # relative: the page may sit under a prefix
         upto = [
             e
             for e in self.transcript

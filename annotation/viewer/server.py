@@ -12,6 +12,7 @@ from pathlib import Path
 import uvicorn
 
 from annotation.viewer.app import create_app
+from annotation.viewer.study import create_study_app, is_study
 
 DEFAULT_HOST = "127.0.0.1"
 """Loopback only unless asked otherwise: the page shows every agent's private record."""
@@ -30,16 +31,16 @@ def free_port(host: str = DEFAULT_HOST) -> int:
 
 def _config(run: Path, host: str, port: int, labels: Path | None) -> uvicorn.Config:
     if not Path(run).is_dir():
-        raise ViewerError(f"{run} is not a folder; give the --out folder of a game")
-    return uvicorn.Config(
-        create_app(Path(run), labels), host=host, port=port, log_level="warning", lifespan="off"
-    )
+        raise ViewerError(f"{run} is not a folder; give the --out folder of a game or a study")
+    # A study folder (a tournament's --out) gets the page listing its games.
+    app = create_study_app(Path(run), labels) if is_study(run) else create_app(Path(run), labels)
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
 
 
 def serve(
     run: Path, host: str = DEFAULT_HOST, port: int = 8765, labels: Path | None = None
 ) -> None:
-    """Serve the viewer until interrupted."""
+    """Serve the viewer of a game or of a study folder until interrupted."""
     server = uvicorn.Server(_config(run, host, port, labels))
     server.run()
 
@@ -63,8 +64,9 @@ def start_background(
 ) -> BackgroundViewer:
     """Serve the viewer from a daemon thread; return once it accepts connections.
 
-    The viewer only reads the run folder, so it never waits on or slows the game's
-    step loop (see `benchmarks/viewer.py`).
+    `run` is a game's folder, or a study folder (one holding `manifest.json`), which
+    gets the page listing its games. The viewer only reads the folder, so it never
+    waits on or slows the game's step loop (see `benchmarks/viewer.py`).
     """
     Path(run).mkdir(parents=True, exist_ok=True)
     port = port or free_port(host)

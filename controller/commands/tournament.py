@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from controller.tournament.executors import Executor
+    from controller.tournament.manifest import Manifest
+    from controller.tournament.runner import RunOptions
+    from controller.tournament.spec import Arm, ExperimentSpec
 
 # The runner's modules (rich, psutil, pyarrow) are imported when the command runs, not
 # when `mineamongus` builds its parser, so that `play` (one per game) starts no slower.
@@ -73,6 +76,15 @@ def add_parser(subparsers: Any) -> None:
         help="Ray cluster to join (e.g. ray://head:10001 or auto); default starts a local one",
     )
     p.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+    p.add_argument(
+        "--view",
+        action="store_true",
+        help="serve the study viewer on loopback while the study runs: every game, "
+        "each watchable live (prints its address)",
+    )
+    p.add_argument(
+        "--view-port", type=int, default=None, help="port of --view (default: a free one)"
+    )
 
 
 def _err(msg: str) -> int:
@@ -168,11 +180,8 @@ def _executor(
 
 def run(args: argparse.Namespace) -> int:
     """`mineamongus tournament`."""
-    from controller.tournament.capacity import machine_capacity
-    from controller.tournament.display import Progress
-    from controller.tournament.estimate import arm_estimate
     from controller.tournament.manifest import ManifestError
-    from controller.tournament.runner import Runner, RunOptions, open_study, study_spec
+    from controller.tournament.runner import RunOptions, open_study, study_spec
     from controller.tournament.spec import SpecError
 
     target: Path = args.target
@@ -208,6 +217,41 @@ def run(args: argparse.Namespace) -> int:
         executor = _executor(args, options.workers, r.cpus_per_game, r.memory_gb_per_game, out)
     except (ImportError, RuntimeError, ValueError) as exc:
         return _err(f"--backend {args.backend}: {exc}")
+    viewer = None
+    if args.view:
+        # It runs in this process, the games in their own: it reads their folders only.
+        from annotation.viewer.server import ViewerError, start_background
+
+        try:
+            viewer = start_background(out, port=args.view_port)
+        except ViewerError as exc:
+            return _err(f"--view: {exc}")
+        notes = [f"viewer: {viewer.url}", *notes]
+    try:
+        return _run_study(args, out, spec, arms, manifest, notes, options, executor)
+    finally:
+        if viewer is not None:
+            viewer.stop()
+            print(f"viewer stopped; replay with: mineamongus view {out}", file=sys.stderr)
+
+
+def _run_study(
+    args: argparse.Namespace,
+    out: Path,
+    spec: ExperimentSpec,
+    arms: list[Arm],
+    manifest: Manifest,
+    notes: list[str],
+    options: RunOptions,
+    executor: Executor,
+) -> int:
+    """Run the study's pending games with progress shown; print the result line."""
+    from controller.tournament.capacity import machine_capacity
+    from controller.tournament.display import Progress
+    from controller.tournament.estimate import arm_estimate
+    from controller.tournament.runner import Runner
+
+    r = spec.runner
     with Progress(executor.slots, live=False if args.plain else None) as progress:
         for line in notes:
             progress.note(line)

@@ -1,4 +1,5 @@
-"""`mineamongus view RUN [--port P] [--host H] [--labels DIR]`: the game viewer."""
+"""`mineamongus view RUN|STUDY [--port P] [--host H] [--labels DIR]`: the game viewer
+(a study folder gets a page listing its games, each opening in the game viewer)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ NAME = "view"
 def add_parser(sub: Any) -> None:
     """Register `view`."""
     p = sub.add_parser("view", help="watch, replay and label a game in the browser")
-    p.add_argument("run", type=Path, help="the folder a game wrote (--out of play)")
+    p.add_argument(
+        "run",
+        type=Path,
+        metavar="RUN|STUDY",
+        help="the folder a game wrote (--out of play), or a study folder (--out of tournament)",
+    )
     p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
     p.add_argument(
         "--host",
@@ -24,17 +30,20 @@ def add_parser(sub: Any) -> None:
         "--labels",
         type=Path,
         default=None,
-        help="folder for hand labels, one JSONL file per annotator (default RUN/labels)",
+        help="folder for hand labels, one JSONL file per annotator (default RUN/labels; "
+        "for a study, DIR/RUN/ per game)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve the viewer until Ctrl-C."""
     from annotation.viewer.server import ViewerError, serve
+    from annotation.viewer.study import is_study
 
-    if not (args.run / "events.jsonl").is_file():
+    if not (args.run / "events.jsonl").is_file() and not is_study(args.run):
         print(
-            f"mineamongus: {args.run}/events.jsonl not found; give a game's --out folder",
+            f"mineamongus: neither {args.run}/events.jsonl nor {args.run}/manifest.json "
+            "found; give a game's --out folder or a study folder",
             file=sys.stderr,
         )
         return 2

@@ -90,8 +90,8 @@ def test_frames_point_at_the_files_on_disk(fake_run: Path) -> None:
     data = record.step(1, analyst=False)
     assert data["frames"], "frames were on"
     for agent, url in data["frames"].items():
-        assert url == f"/run/frames/0001/{agent}.jpg"
-        assert (fake_run / url.removeprefix("/run/")).is_file()
+        assert url == f"run/frames/0001/{agent}.jpg"
+        assert (fake_run / url.removeprefix("run/")).is_file()
 
 
 def test_a_growing_log_is_read_incrementally_and_a_partial_line_waits(

@@ -15,18 +15,15 @@ pytestmark = pytest.mark.integration
 
 
 def test_every_scripted_crewmate_claim_verifies_true_or_unverifiable(
-    real_scripted_run: Path,
+    real_meeting_run: Path,
 ) -> None:
-    traj = load_trajectory(real_scripted_run)
+    traj = load_trajectory(real_meeting_run)
     extraction = RuleExtractor().extract(traj)
     rows = audit_claims(traj, extraction.claims)
     crew = [r for r in rows if r.speaker_role == "crewmate" and r.type != "accusation"]
-    if not crew:
-        # Say so rather than pass on nothing: the shared game may end before a meeting.
-        pytest.skip(
-            f"the real scripted game had {len(traj.meetings)} meeting(s) and no "
-            "crewmate claim to verify"
-        )
+    assert traj.meetings and crew, "the real game's crewmates spoke, so they made claims"
+    # Something was checked against the engine, not only declared unverifiable.
+    assert any(r.verdict == "true" for r in crew), [(r.text, r.reason) for r in crew]
     bad = [
         (r.meeting, r.speaker, r.text, r.verdict, r.reason)
         for r in crew

@@ -87,7 +87,7 @@ def test_frames_of_a_chosen_step_are_the_files_on_disk(
     assert sorted(s.rsplit("/", 1)[1] for s in srcs) == on_disk
     for src in srcs:
         with urllib.request.urlopen(v.url + src.lstrip("/"), timeout=10) as res:
-            assert res.read() == (real_scripted_run / src.removeprefix("/run/")).read_bytes()
+            assert res.read() == (real_scripted_run / src.removeprefix("run/")).read_bytes()
     # Every frame is actually decoded and shown by the browser.
     wait_for(
         browser,
@@ -231,3 +231,89 @@ def test_the_live_page_receives_new_steps_from_a_running_game(browser: Any, tmp_
         wait_for(browser, f"Number(document.getElementById('scrubber').max) === {last}")
     finally:
         viewer.stop()
+
+
+STUDY_SPEC = {
+    "name": "viewer-study",
+    "world": "fake",
+    "seeds": [1, 2],
+    "base": {"frames": "jpg", "rules": {"max_steps": 30}},
+    "sweep": {"axes": {"rules.kill_cooldown_ticks": [100, 160]}},
+}
+
+
+def test_tournament_view_serves_the_running_games_of_a_study(browser: Any, tmp_path: Path) -> None:
+    """`tournament --view`: the study page follows the games as they run, each opens."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(STUDY_SPEC))
+    out = tmp_path / "study"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", "tournament", str(spec), "--out", str(out)]
+        + ["--workers", "1", "--plain", "--view"],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        url = ""
+        lines: list[str] = []
+        while not url:
+            line = proc.stderr.readline()
+            assert line, f"tournament --view printed no address: {lines}"
+            lines.append(line)
+            if line.startswith("viewer: "):
+                url = line.split(" ", 1)[1].strip()
+        open_viewer(browser, url)
+        total = int(wait_for(browser, "document.body.dataset.games"))
+        assert total == 4
+        first_update = int(browser.execute_script("return Number(document.body.dataset.updates)"))
+        # The page is pushed new states while games run (no reload).
+        statuses: set[str] = set()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            statuses |= set(
+                browser.execute_script(
+                    "return [...document.querySelectorAll('#games tbody tr')]"
+                    ".map(r => r.dataset.status)"
+                )
+            )
+            if "done" in statuses:
+                break
+            time.sleep(0.1)
+        assert "done" in statuses, statuses
+        assert int(browser.execute_script("return Number(document.body.dataset.updates)")) > (
+            first_update
+        )
+        # A finished game of the study opens in the game viewer, frames and all.
+        link = browser.find_element("css selector", "#games tr[data-status='done'] a")
+        link.click()
+        wait_for(browser, "document.body.dataset.ready === '1'")
+        assert "/game/games/" in browser.current_url
+        assert browser.execute_script("return !document.getElementById('study-link').hidden")
+        page = browser.current_url.split("?")[0]
+        run = out / page.split("/game/", 1)[1]
+        step = _free_roam_steps_with_frames(run)[0]
+        open_viewer(browser, f"{page}?step={step}")
+        wait_for(browser, f"document.body.dataset.step === '{step}'")
+        srcs = browser.execute_script(
+            "return [...document.querySelectorAll('#frames img')].map(i => i.getAttribute('src'))"
+        )
+        assert sorted(srcs) == sorted(
+            f"run/frames/{step:04d}/{p.name}" for p in (run / "frames" / f"{step:04d}").iterdir()
+        )
+        with urllib.request.urlopen(page + srcs[0], timeout=10) as res:
+            assert res.read() == (run / srcs[0].removeprefix("run/")).read_bytes()
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=300) == 0, rest[-3000:]
+        assert "replay with: mineamongus view" in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)

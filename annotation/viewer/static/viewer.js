@@ -19,10 +19,11 @@ async function getJSON (url) {
 }
 
 async function loadMeta () {
-  state.meta = await getJSON(`/api/game?analyst=${analyst() ? 1 : 0}`)
+  state.meta = await getJSON(`api/game?analyst=${analyst() ? 1 : 0}`)
   state.cache.clear()
   const m = state.meta
   $('game-id').textContent = m.game_id
+  if (m.study_url) { $('study-link').href = m.study_url; $('study-link').hidden = false }
   const sc = $('scrubber')
   sc.max = String(m.last_step)
   if (!state.selected || !m.agents.includes(state.selected)) state.selected = m.agents[0]
@@ -51,7 +52,7 @@ function stepMeta (n) {
 
 async function stepData (n) {
   const key = `${n}:${analyst()}`
-  if (!state.cache.has(key)) state.cache.set(key, getJSON(`/api/step/${n}?analyst=${analyst() ? 1 : 0}`))
+  if (!state.cache.has(key)) state.cache.set(key, getJSON(`api/step/${n}?analyst=${analyst() ? 1 : 0}`))
   return state.cache.get(key)
 }
 
@@ -261,7 +262,7 @@ function drawTimeline () {
 }
 
 async function loadLabels () {
-  state.labels = await getJSON('/api/labels')
+  state.labels = await getJSON('api/labels')
   const ul = $('labels')
   ul.innerHTML = ''
   for (const l of state.labels) {
@@ -274,7 +275,7 @@ async function loadLabels () {
 }
 
 async function loadCodebook () {
-  const atoms = await getJSON('/api/codebook')
+  const atoms = await getJSON('api/codebook')
   fillSelect($('atom'), atoms.map(a => a.letter), atoms[0] && atoms[0].letter, (x) => {
     const a = atoms.find(t => t.letter === x)
     return a && a.name ? `${x} · ${a.name}` : x
@@ -288,7 +289,7 @@ async function saveLabel (ev) {
     actor: $('actor').value, evidence: $('evidence').value
   }
   localStorage.setItem('mau-annotator', body.annotator)
-  const res = await fetch('/api/labels', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
+  const res = await fetch('api/labels', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
   const out = await res.json()
   $('label-status').textContent = res.ok ? 'saved' : out.error
   if (res.ok) { $('evidence').value = ''; await loadLabels(); drawFindings(state.step) }
@@ -304,7 +305,7 @@ function togglePlay () {
 }
 
 function startLive () {
-  const es = new EventSource('/api/live')
+  const es = new EventSource('api/live')
   es.addEventListener('step', async (e) => {
     const msg = JSON.parse(e.data)
     $('live-badge').hidden = msg.over
