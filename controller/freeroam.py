@@ -17,7 +17,7 @@ from controller.events import Disconnect, ProgramRun, Reconnect, StepStart, Trac
 from controller.intents import RuleArbiter, late_events
 from controller.programs import compile_program
 from controller.protocol import LowProgram, PlayerPose, PoseSample, StepReport, Teleport
-from controller.session import GameInvalid, Session, StepTiming
+from controller.session import GameInvalid, Session
 from controller.worlds.base import WorldFault
 
 log = logging.getLogger(__name__)
@@ -44,16 +44,7 @@ def free_roam_step(s: Session) -> None:
     report = run_batch(s, programs, arbiter)
     world_ms = (time.perf_counter() - t_world) * 1000
     finish_batch(s, report, arbiter)
-    s.on_step_end()
-    s.timings.append(
-        StepTiming(
-            step=e.step,
-            phase="free_roam",
-            total_ms=(time.perf_counter() - t0) * 1000,
-            decide_ms=(t_decided - t0) * 1000,
-            world_ms=world_ms,
-        )
-    )
+    s.end_step("free_roam", t0, t_decided, world_ms)
 
 
 def run_batch(

@@ -15,7 +15,7 @@ from controller.events import Eject, ErrorKind, MeetingEnd, Speech, StepStart
 from controller.freeroam import run_batch
 from controller.programs import compile_program
 from controller.protocol import LowProgram, Teleport
-from controller.session import Session, StepTiming
+from controller.session import Session
 
 
 def meeting(s: Session) -> None:
@@ -93,16 +93,7 @@ def talk_step(s: Session, speaker: str, seat_everyone: bool = False) -> None:
     if any(isinstance(ev, Speech) and ev.text for ev in events):
         s.observer.add_chat("speech", text, speaker)
     s.record_positions(report.players, "step_end")
-    s.on_step_end()
-    s.timings.append(
-        StepTiming(
-            step=e.step,
-            phase="meeting",
-            total_ms=(time.perf_counter() - t0) * 1000,
-            decide_ms=(t_decided - t0) * 1000,
-            world_ms=world_ms,
-        )
-    )
+    s.end_step("meeting", t0, t_decided, world_ms)
     s.progress(f"{s.name(speaker)}: {text or ('(failed turn)' if failed else '(passes)')}")
 
 
@@ -167,16 +158,7 @@ def vote_step(s: Session, seat_everyone: bool = False) -> None:
     e.set_tick(tick)
     s.record_positions(poses, "vote_end")
     e.check_end()
-    s.on_step_end()
-    s.timings.append(
-        StepTiming(
-            step=e.step,
-            phase="voting",
-            total_ms=(time.perf_counter() - t0) * 1000,
-            decide_ms=(t_decided - t0) * 1000,
-            world_ms=0.0,
-        )
-    )
+    s.end_step("voting", t0, t_decided)
     s.progress(
         f"meeting {end.index}: {end.outcome}" + (f" {s.name(end.ejected)}" if end.ejected else "")
     )

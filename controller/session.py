@@ -78,6 +78,22 @@ class Session:
     on_step_end: Callable[[], None] = lambda: None
     """Called by every step kind when its step is over (the game's probe hook)."""
 
+    # ------------------------------------------------------------------ steps
+    def end_step(self, phase: str, t0: float, t_decided: float, world_ms: float = 0.0) -> None:
+        """Close a step: run the step-end hook, then record where its wall time went
+        (`t0` and `t_decided` are `time.perf_counter()` readings at its start and once
+        every decision was in)."""
+        self.on_step_end()
+        self.timings.append(
+            StepTiming(
+                step=self.engine.step,
+                phase=phase,
+                total_ms=(time.perf_counter() - t0) * 1000,
+                decide_ms=(t_decided - t0) * 1000,
+                world_ms=world_ms,
+            )
+        )
+
     # ------------------------------------------------------------------ log
     def emit(self, events: list[EventBase] | EventBase) -> None:
         """Write events to the log, in order."""
