@@ -84,8 +84,12 @@ class StudyRecord:
         self._progress: dict[str, tuple[tuple[int, int], tuple[int | None, bool]]] = {}
 
     def runs(self) -> set[str]:
-        """Every attempt folder the manifest names (relative to the study folder)."""
-        manifest = read_manifest(self.study)
+        """Every attempt folder the manifest names (relative to the study folder); none
+        while the manifest is missing or unreadable (the study page says why)."""
+        try:
+            manifest = read_manifest(self.study)
+        except (ManifestError, ValueError):
+            return set()
         if manifest is None:
             return set()
         return {a.run for e in manifest.games.values() for a in e.attempts}

@@ -118,3 +118,13 @@ def test_view_refuses_a_folder_that_is_neither_a_game_nor_a_study(
     assert main(["view", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "events.jsonl" in err and "manifest.json" in err
+
+
+def test_a_study_without_a_readable_manifest_says_so(tmp_path: Path) -> None:
+    client = TestClient(create_study_app(tmp_path))
+    s = client.get("/api/study").json()
+    assert s["games"] == [] and "manifest.json not found" in s["error"]
+    (tmp_path / "manifest.json").write_text('{"version": 99, "name": "x"}')
+    s = client.get("/api/study").json()
+    assert s["games"] == [] and "newer" in s["error"]
+    assert client.get("/game/games/a/seed1-try1/").status_code == 404
