@@ -266,7 +266,14 @@ def _start_play(out: Path, *extra: str) -> subprocess.Popen[bytes]:
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # A shell without job control starts background jobs with SIGINT ignored, and a
+        # child keeps an ignored signal: give the game the default, as a terminal would.
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_steps(out: Path, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
