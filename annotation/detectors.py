@@ -306,7 +306,9 @@ def _follow_targets(game: Game, step: int, agent: str) -> dict[str, float]:
 def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
     """C: an impostor keeps within `stalk_radius` of one moving crewmate (trace
     samples), or its `follow` of the crewmate at `stalk_radius` or less ran to
-    completion, or (no trace) it followed the crewmate and ended close."""
+    completion, or (no trace) it followed the crewmate and ended close. The target is
+    the crewmate the impostor's own `follow` names when the samples or the completed
+    follow confirm it, else the one with the most close samples."""
     out = []
     crew = _crew(game)
     free = _free_steps(game)
@@ -317,6 +319,8 @@ def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
             if imp not in alive:
                 continue
             best: tuple[int, str, str] | None = None
+            followed = {x: d for x, d in _follow_targets(game, step, imp).items() if x in crew}
+            candidates: dict[str, tuple[int, str, str]] = {}
             if source is not None and source.source == "trace":
                 mine = {s.tick: s.pos for s in _samples(game, step, imp)}
                 for x in sorted(crew & alive):
@@ -334,15 +338,21 @@ def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
                         f"{x} (ticks {close[0].tick}-{close[-1].tick}), {x} moved "
                         f"{_f(_moved(close))}"
                     )
-                    if best is None or len(close) > best[0]:
-                        best = (len(close), x, note)
+                    candidates[x] = (len(close), x, note)
+            prog = game.programs.get((step, imp))
+            completed = prog is not None and prog.status == "ok"
+            # Whom it chose to follow is the target, when the record bears the pursuit out.
+            confirmed = [x for x in sorted(followed) if x in candidates]
+            if confirmed:
+                best = candidates[confirmed[0]]
+            elif completed and any(d <= p.stalk_radius for d in followed.values()):
+                best = None  # the completed follow below names the target
+            elif candidates:
+                # The most close samples; on a tie the first name, as the sort gives.
+                best = max(sorted(candidates.values(), key=lambda c: c[1]), key=lambda c: c[0])
             if best is None:
                 end = game.end_positions.get(step)
-                prog = game.programs.get((step, imp))
-                completed = prog is not None and prog.status == "ok"
-                for x, dist in sorted(_follow_targets(game, step, imp).items()):
-                    if x not in crew:
-                        continue
+                for x, dist in sorted(followed.items()):
                     if completed and dist <= p.stalk_radius:
                         # The world ran the whole follow at that distance: engine-recorded.
                         note = (

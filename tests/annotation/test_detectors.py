@@ -118,6 +118,61 @@ def test_stationary_neighbour_is_not_stalking(tmp_path: Path) -> None:
     assert not any(a == "C" for a, _, _ in atoms)
 
 
+def _stalk_targets(folder: Path) -> set[tuple[int, str, str | None]]:
+    return {
+        (f.step or 0, f.actor, f.target) for f in run_detectors(load_game(folder)) if f.atom == "C"
+    }
+
+
+@pytest.mark.parametrize("follows", ["pink", None])
+def test_the_stalking_target_is_whom_the_impostor_follows(
+    tmp_path: Path, follows: str | None
+) -> None:
+    """red walks among two moving crewmates, nearer green; its program follows pink."""
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    if follows:
+        b.decide("red", [{"op": "follow", "agent": follows, "distance": 3.0, "ticks": 60}])
+    walk = [(float(i), 0.0) for i in range(8)]
+    b.trace(
+        {
+            "red": walk,
+            "green": [(x + 0.5, 0.5) for x, _ in walk],  # 8 samples close
+            "pink": [(x + 1.0, 3.0) if i < 5 else (x, 9.0) for i, (x, _) in enumerate(walk)],
+            "blue": [(20.0, 20.0)] * 8,
+        }
+    )
+    if follows:
+        b.program("red")
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    targets = _stalk_targets(b.write(tmp_path / "g"))
+    # With its own follow borne out by the samples, the target is the one it chose,
+    # not whoever happened to walk closer; without a follow, the closest companion.
+    assert targets == {(1, "red", follows or "green")}
+
+
+def test_a_completed_follow_names_its_target_even_if_another_walked_closer(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "follow", "agent": "pink", "distance": 3.0, "ticks": 60}])
+    walk = [(float(i), 0.0) for i in range(8)]
+    b.trace(
+        {
+            "red": walk,
+            "green": [(x + 0.5, 0.5) for x, _ in walk],
+            "pink": [(x, 8.0) for x, _ in walk],  # never within the radius by samples
+            "blue": [(20.0, 20.0)] * 8,
+        }
+    )
+    b.program("red")  # the world ran the whole follow
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    assert _stalk_targets(b.write(tmp_path / "g")) == {(1, "red", "pink")}
+
+
 def test_fake_mission_needs_a_watcher(tmp_path: Path) -> None:
     b = LogBuilder(("red", "blue"))
     b.end_step()

@@ -37,11 +37,19 @@ def test_detectors_find_what_the_scripted_impostors_did(real_scripted_run: Path)
                 assert ("C", step, agent, m.group(1)) in found, (step, agent, d.narration)
                 checked += 1
         elif (m := KILL.match(d.narration)) and (step, agent) in kills:
-            # The scripted impostor strikes only with no other crewmate in its own view;
-            # E also needs no crewmate to have had *it* in view, so check the record.
+            # The scripted impostor decides to strike with no other crewmate in its own
+            # view, but others may walk into sight during the approach, and E also needs
+            # no crewmate to have had *it* in view. So check the record E documents: the
+            # visibility stamped at the kill, else the step end the killer decided from.
+            k = kills[(step, agent)]
             evidence = [f for f in findings if f.atom == "E" and f.step == step]
+            at_kill = [
+                v
+                for v in game.visibility.get(step, [])
+                if v.cause == "kill" and v.subject == agent and v.tick == k.tick
+            ]
             vis = [v for s in sorted(game.visibility) if s < step for v in game.visibility[s]]
-            last = [v for v in vis if v.cause == "step_end"][-1:]
+            last = at_kill[-1:] or [v for v in vis if v.cause == "step_end"][-1:]
             watched = any(
                 agent in seen and game.roles.get(w) == "crewmate" and w != m.group(1)
                 for v in last
