@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from annotation.viewer.app import STATIC, create_app
-from controller.tournament.manifest import MANIFEST, ManifestError, read_manifest
+from controller.tournament.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 
 LIVE_POLL_S = 1.0
 """How often the study stream looks at the manifest and the running games' logs."""
@@ -82,12 +82,33 @@ class StudyRecord:
         self.study = Path(study).resolve()
         self._lock = threading.Lock()
         self._progress: dict[str, tuple[tuple[int, int], tuple[int | None, bool]]] = {}
+        self._manifest: tuple[tuple[int, int, int], Manifest | None] | None = None
+
+    def manifest(self) -> Manifest | None:
+        """The study's manifest, read again only when the file has changed (the runner
+        replaces it by rename, so a new version has a new stat); None while it is missing.
+
+        Raises:
+            ManifestError, ValueError: it cannot be read.
+        """
+        try:
+            st = (self.study / MANIFEST).stat()
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            if self._manifest is not None and self._manifest[0] == key:
+                return self._manifest[1]
+        manifest = read_manifest(self.study)
+        with self._lock:
+            self._manifest = (key, manifest)
+        return manifest
 
     def runs(self) -> set[str]:
         """Every attempt folder the manifest names (relative to the study folder); none
         while the manifest is missing or unreadable (the study page says why)."""
         try:
-            manifest = read_manifest(self.study)
+            manifest = self.manifest()
         except (ManifestError, ValueError):
             return set()
         if manifest is None:
@@ -113,7 +134,7 @@ class StudyRecord:
     def snapshot(self) -> dict[str, Any]:
         """The study as the page shows it (games in arm order, then seed order)."""
         try:
-            manifest = read_manifest(self.study)
+            manifest = self.manifest()
         except (ManifestError, ValueError) as exc:
             return {"name": "", "error": str(exc), "games": [], "counts": {}}
         if manifest is None:
