@@ -12,7 +12,7 @@ const fs = require('fs')
 const net = require('net')
 const path = require('path')
 const readline = require('readline')
-const { BridgeError, log, tick, sleep } = require('./util')
+const { BridgeError, gameClock, log, tick, sleep } = require('./util')
 const { EmbeddedServer } = require('./server')
 const { Fleet } = require('./fleet')
 const { ProgramRunner } = require('./programs')
@@ -145,6 +145,12 @@ const handlers = {
 
   async state () {
     return { tick: tick(), players: fleet.poses() }
+  },
+
+  // Meeting talk time: the stopped game clock jumps forward (no program runs).
+  async advance_clock (args) {
+    gameClock.advance(args.ticks)
+    return { tick: tick() }
   },
 
   async render_init (args) {

@@ -44,6 +44,16 @@ class GameClock {
   }
 
   /**
+   * Moves a stopped clock forward by whole ticks (meeting talk time: every bot is
+   * seated and no program runs, so no physics step has anything to simulate).
+   */
+  advance (ticks) {
+    if (this.since !== null) throw new BridgeError('bad_state', 'the game clock is running: advance it only between batches')
+    if (!Number.isInteger(ticks) || ticks < 0) throw new BridgeError('bad_request', 'ticks must be a non-negative integer')
+    this.baseMs = (this.tick() + ticks) * MS_PER_TICK
+  }
+
+  /**
    * Stops the clock on a whole tick (the fraction of the last tick is dropped, so
    * the next batch starts on the tick this one reported as its end).
    */

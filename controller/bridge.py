@@ -756,6 +756,11 @@ class NodeBridge:
         result = self.request("state", {}, timeout_s=10.0)
         return BridgeState(int(result["tick"]), _poses(result))
 
+    def advance_clock(self, ticks: int) -> int:
+        """Move the stopped game clock forward by `ticks`; return the new tick."""
+        result = self.request("advance_clock", {"ticks": int(ticks)}, timeout_s=10.0)
+        return int(result["tick"])
+
     def inspect(self, blocks: Sequence[tuple[int, int, int]] | None = None) -> dict[str, Any]:
         """Diagnostics of what each bot perceives (for tests and debugging).
 

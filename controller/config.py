@@ -65,7 +65,14 @@ class RulesConfig(_Frozen):
     max_utterances: int = Field(default=3, ge=1)
     """Most times one player may speak in one meeting."""
     meeting_max_ticks: int = Field(default=2400, ge=1)
-    """Talk time of a meeting; when it is used up the meeting goes to the vote."""
+    """Talk time of a meeting (game ticks from its call); when it is used up the meeting
+    goes to the vote. Talk turns spend it (`talk_ticks_per_utterance`, `_per_pass`)."""
+    talk_ticks_per_utterance: int = Field(default=100, ge=0)
+    """Game ticks one spoken line costs. The reference's 6000-tick meeting holds 8
+    players x 3 utterances, 250 ticks a line (the paper preset); the quick preset's
+    2400-tick meeting gives 100."""
+    talk_ticks_per_pass: int = Field(default=20, ge=0)
+    """Game ticks a pass or a failed talk turn costs (a fifth of a line)."""
     vision_radius: float = Field(default=12.0, gt=0)
     """How far (blocks) a player can see another player or a body, line of sight permitting."""
     max_steps: int = Field(default=120, ge=1)

@@ -150,6 +150,21 @@ class FrameRef(BaseModel):
     sha256: str
 
 
+DEFERRALS: dict[str, str] = {
+    "no_target": "no crewmate to kill is known (nobody in view, none remembered)",
+    "hunting": "no crewmate in reach: walking towards one the agent knows of",
+    "too_far": "the target is in view but beyond the strike distance: closing in",
+    "cooldown": "the kill cooldown is still running",
+    "witness": "a witness is (or may be) in view",
+    "target_lost": "the target is no longer where a strike could reach it",
+    "out_of_leash": "the target is beyond the strike's leash from where the scans were made",
+    "scan": "the witness scan is not finished (looking behind before striking)",
+    "unclear": "the model's witness answer was not a clear no",
+    "invalid_target": "the named target is not a living crewmate",
+}
+"""Why a KILL decision sent no strike (`Decision.deferral`), for counting conversions."""
+
+
 class Decision(EventBase):
     """What an agent decided, before validation and dispatch."""
 
@@ -178,6 +193,9 @@ class Decision(EventBase):
     """The first-person frame the agent was given (None when frames are off)."""
     view_text: str = ""
     """The state-view text the agent was given (empty for agents that take none)."""
+    deferral: str = ""
+    """For a KILL decision that sent no strike: why (one of `DEFERRALS`); empty otherwise.
+    A strike that was sent and did not land says why in its `program` event instead."""
 
 
 ProgramStatus = Literal["ok", "timeout", "invalid", "failed", "cancelled"]

@@ -15,7 +15,7 @@ import time
 from controller.deciding import accept, decide
 from controller.events import Disconnect, ProgramRun, Reconnect, StepStart, Trace
 from controller.intents import RuleArbiter, late_events
-from controller.programs import compile_program
+from controller.programs import StrikeGuard, compile_program, strike_guards
 from controller.protocol import LowProgram, PlayerPose, PoseSample, StepReport, Teleport
 from controller.session import GameInvalid, Session
 from controller.worlds.base import WorldFault
@@ -33,14 +33,16 @@ def free_roam_step(s: Session) -> None:
     answers = decide(s, living)
     t_decided = time.perf_counter()
     programs: dict[str, LowProgram] = {}
+    guards: dict[str, dict[str, StrikeGuard]] = {}
     for agent in living:
         program, _ = accept(s, agent, answers[agent])
         if program is not None:
             run = e.task_in_progress(agent)
             carried = (run.station, run.start_tick) if run is not None else None
             programs[agent] = compile_program(program, e, s.geometry, carried)
+            guards[agent] = strike_guards(program)
     t_world = time.perf_counter()
-    arbiter = RuleArbiter(s)
+    arbiter = RuleArbiter(s, guards)
     report = run_batch(s, programs, arbiter)
     world_ms = (time.perf_counter() - t_world) * 1000
     finish_batch(s, report, arbiter)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from controller.events import EventBase, Kill, MeetingStart, Vec3
+from controller.programs import StrikeGuard
 from controller.protocol import PlayerPose, ProgramEvent, RuleDirective
 from controller.session import Session
 
@@ -35,8 +36,14 @@ class RuleArbiter:
         session: The game's shared state (engine, log, perception).
     """
 
-    def __init__(self, session: Session) -> None:
+    def __init__(
+        self, session: Session, guards: Mapping[str, Mapping[str, StrikeGuard]] | None = None
+    ) -> None:
         self.session = session
+        self.guards = {a: dict(g) for a, g in (guards or {}).items()}
+        """Killer -> target -> witness guard of its program's strikes (`KillTarget.guard`)."""
+        self.withheld: list[tuple[str, str, list[str]]] = []
+        """(killer, target, witnesses) of every strike withheld by its guard."""
         self.seen: set[tuple[str, int, str]] = set()
         """(agent, tick, what) of every event judged, so none is judged twice."""
         self.kills: list[str] = []
@@ -67,6 +74,15 @@ class RuleArbiter:
         if agent in where:
             where[agent] = event.pos
         events: list[EventBase] = e.check_presence(where, tick)
+        withheld = self._witnesses(agent, event, living_poses)
+        if withheld:
+            s.emit(events)
+            target = event.agent or ""
+            self.withheld.append((agent, target, withheld))
+            seen = ", ".join(withheld)
+            return RuleDirective(
+                cancel=[agent], reason=f"strike withheld: witness {seen} in view at tick {tick}"
+            )
         lying = e.body_markers()  # a called meeting clears them: keep what lay there
         events += self._apply(agent, event)
         s.emit(events)
@@ -87,6 +103,28 @@ class RuleArbiter:
                 cancel=directive.cancel if directive else [], freeze=True, reason="game over"
             )
         return directive
+
+    def _witnesses(
+        self, agent: str, event: ProgramEvent, poses: Mapping[str, PlayerPose]
+    ) -> list[str]:
+        """Living crewmates a guarded strike's killer perceives at the strike's tick
+        (the target and fellow impostors aside); empty for an unguarded strike."""
+        if event.kind != "reached" or event.agent is None:
+            return []
+        guard = self.guards.get(agent, {}).get(event.agent, "none")
+        if guard == "none":
+            return []
+        e = self.session.engine
+        if agent not in poses:
+            return []
+        views = {a: (p.pos, p.yaw) for a, p in poses.items()}
+        views[agent] = (event.pos, poses[agent].yaw)
+        sight = self.session.sight(views)
+        perceived = set(sight.sees.get(agent, []))
+        if guard == "around":
+            perceived |= set(sight.near.get(agent, []))
+        spare = {agent, event.agent, *e.teammates(agent)}
+        return sorted(a for a in perceived if a not in spare and e.players[a].alive)
 
     def _apply(self, agent: str, event: ProgramEvent) -> list[EventBase]:
         e = self.session.engine

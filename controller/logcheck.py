@@ -84,6 +84,8 @@ class _Meeting:
     talk_over: bool = False
     utterances: dict[str, int] = field(default_factory=dict)
     votes: dict[str, Vote] = field(default_factory=dict)
+    last_talk: Speech | None = None
+    """The meeting's latest talk turn (its cost must pass before the next turn or vote)."""
 
 
 @dataclass
@@ -127,6 +129,9 @@ class _Audit:
         """Logs of the v2 game loop (which writes `trace`) must stop a victim's program
         at the kill; older logs let it run to the end of the step."""
         self.task_starts = any(isinstance(e, TaskStart) for e in events)
+        given = start.config.get("rules", {}) if isinstance(start.config, dict) else {}
+        self.talk_costs = "talk_ticks_per_utterance" in given
+        """Logs of games whose talk turns cost game time (older logs: talk was free)."""
 
     # ------------------------------------------------------------------ set-up
     def _rules(self, start: GameStart) -> RulesConfig:
@@ -402,8 +407,10 @@ class _Audit:
         if ev.speaker not in m.start.order:
             self.flag(ev.step, f"{ev.speaker} speaks in meeting {m.start.index} but is not in it")
             return
-        if ev.tick > m.start.tick + self.rules.meeting_max_ticks:
+        limit_tick = m.start.tick + self.rules.meeting_max_ticks
+        if ev.tick > limit_tick or (self.talk_costs and ev.tick == limit_tick):
             self.flag(ev.step, f"{ev.speaker} speaks after meeting {m.start.index}'s talk time")
+        self._talk_time_spent(m, ev, f"{ev.speaker}'s turn")
         expected = self._expected_speaker(m)
         spoken = not (ev.passed or ev.failed or not ev.text.strip())
         if spoken:
@@ -425,6 +432,44 @@ class _Audit:
         m.turn += 1
         if spoken:
             m.spoke_this_round = True
+        m.last_talk = ev
+
+    def _talk_cost(self, ev: Speech) -> int:
+        """Game ticks a talk turn costs: a spoken line, or a pass or failed turn."""
+        if not self.talk_costs:
+            return 0
+        spoken = not (ev.passed or ev.failed or not ev.text.strip())
+        r = self.rules
+        return r.talk_ticks_per_utterance if spoken else r.talk_ticks_per_pass
+
+    def _talk_time_spent(self, m: _Meeting, ev: Speech | Vote, what: str) -> None:
+        """The previous talk turn's cost must have passed on the clock before `ev`."""
+        last = m.last_talk
+        if last is None:
+            return
+        cost = self._talk_cost(last)
+        if ev.tick < last.tick + cost:
+            self.flag(
+                ev.step,
+                f"{what} in meeting {m.start.index} at tick {ev.tick}, but {last.speaker}'s "
+                f"turn at tick {last.tick} costs {cost} ticks of talk time",
+            )
+
+    def _talk_left_at_vote(self, m: _Meeting, ev: Vote) -> None:
+        """A vote opens only once talk is over: time used up, or no speaker left."""
+        if not self.talk_costs or ev.step > self.rules.max_steps:
+            return
+        last = m.last_talk
+        now = last.tick + self._talk_cost(last) if last is not None else m.start.tick
+        if now >= m.start.tick + self.rules.meeting_max_ticks:
+            return
+        speaker = self._expected_speaker(m)
+        if speaker is not None:
+            self.flag(
+                ev.step,
+                f"meeting {m.start.index} votes while talk time remains and it is "
+                f"{speaker}'s turn to speak",
+            )
 
     def _vote(self, ev: Vote) -> None:
         m = self.meeting
@@ -435,6 +480,9 @@ class _Audit:
             self.flag(ev.step, f"{ev.voter} votes in meeting {m.start.index} but is not in it")
         if ev.voter in m.votes:
             self.flag(ev.step, f"{ev.voter} votes twice in meeting {m.start.index}")
+        if not m.votes:
+            self._talk_time_spent(m, ev, "the vote")
+            self._talk_left_at_vote(m, ev)
         m.votes[ev.voter] = ev
         target = ev.target
         if target is not None and target != SKIP and self.status.get(target) != "alive":

@@ -90,6 +90,10 @@ def talk_step(s: Session, speaker: str, seat_everyone: bool = False) -> None:
     text = said[0] if said else ""
     events = e.speak(speaker, text, e.tick, failed=failed, error_kind=kind, error=error)
     s.emit(events)
+    spent = e.rules.talk_ticks_per_utterance if text else e.rules.talk_ticks_per_pass
+    if spent and e.phase == "meeting":
+        # talk spends game time (the world's stopped clock jumps, nobody moves)
+        e.set_tick(s.world.advance_clock(spent))
     if any(isinstance(ev, Speech) and ev.text for ev in events):
         s.observer.add_chat("speech", text, speaker)
     s.record_positions(report.players, "step_end")

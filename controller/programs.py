@@ -31,6 +31,8 @@ from controller.protocol import (
 from world.geometry import ShipGeometry, yaw_towards
 
 MAX_ACTIONS = 8
+StrikeGuard = Literal["none", "sight", "around"]
+"""How a strike re-checks for witnesses at its tick (see `KillTarget.guard`)."""
 MAX_WAIT_TICKS = 1200
 TASK_MARGIN_TICKS = 2
 
@@ -112,6 +114,13 @@ class KillTarget(_Action):
     target: str
     max_distance: float | None = Field(default=None, gt=0)
     """Blocks from the approach's start beyond which the target is let go."""
+    guard: StrikeGuard = "none"
+    """Re-check for witnesses at the strike's own tick, from the killer's own perception
+    at that tick: `sight` withholds the strike if any other living crewmate is in the
+    killer's field of view (what its camera shows), `around` also if one is within
+    sight range all around it (what a privileged state view knows); `none` strikes
+    regardless. A withheld strike ends the program `cancelled` with reason
+    `strike withheld: witness ...`, and no kill is attempted."""
 
 
 class Say(_Action):
@@ -312,6 +321,15 @@ def compile_program(
         elif isinstance(action, Wait):
             steps.append(WaitStep(ticks=action.ticks))
     return LowProgram(steps=steps)
+
+
+def strike_guards(program: Program) -> dict[str, StrikeGuard]:
+    """Target -> witness guard of every guarded strike in a program."""
+    return {
+        a.target: a.guard
+        for a in program.actions
+        if isinstance(a, KillTarget) and a.guard != "none"
+    }
 
 
 def _into_room(geometry: ShipGeometry, station: int) -> float:

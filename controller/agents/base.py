@@ -44,6 +44,9 @@ class AgentDecision:
     """The state-view text the agent gave its model (logged on the decision)."""
     abstain: bool = False
     """Voting only: the agent deliberately casts no ballot (neither a player nor skip)."""
+    deferral: str = ""
+    """KILL only: why this decision sent no strike (one of `controller.events.DEFERRALS`);
+    empty when it sent one."""
 
 
 class Agent(Protocol):

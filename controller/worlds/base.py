@@ -109,6 +109,11 @@ class World(Protocol):
         """The current tick and every player's pose."""
         ...
 
+    def advance_clock(self, ticks: int) -> int:
+        """Move the stopped game clock forward by `ticks` (meeting talk time, while no
+        program runs and every player is seated); return the new tick."""
+        ...
+
     def reconnect(self, agent: str, pos: Vec3) -> None:
         """Bring a disconnected bot back at `pos`; raise WorldFault if impossible."""
         ...

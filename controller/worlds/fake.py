@@ -244,6 +244,13 @@ class FakeWorld:
         """Current tick and poses."""
         return self.tick, self._poses()
 
+    def advance_clock(self, ticks: int) -> int:
+        """Move the clock forward (nobody moves: no program runs between batches)."""
+        if ticks < 0:
+            raise ValueError(f"ticks must be non-negative, got {ticks}")
+        self.tick += ticks
+        return self.tick
+
     def reconnect(self, agent: str, pos: Vec3) -> None:
         """Bring a dropped player back, unless a test forbids it."""
         if agent in self.refuse_reconnect:

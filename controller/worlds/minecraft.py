@@ -223,6 +223,13 @@ class MinecraftWorld:
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc
 
+    def advance_clock(self, ticks: int) -> int:
+        """Move Node's stopped game clock forward (meeting talk time)."""
+        try:
+            return self._b().advance_clock(ticks)
+        except BridgeError as exc:
+            raise WorldFault(str(exc)) from exc
+
     def reconnect(self, agent: str, pos: Vec3) -> None:
         """Reconnect one bot."""
         try:
