@@ -25,8 +25,8 @@ const UNWIND_MS = 1000
 // How long a program waits for the controller's directive on one of its rule events
 // before it fails (a live controller answers within a few ms; benchmarks/arbiter.py).
 const DIRECTIVE_TIMEOUT_MS = 30000
-// The sampler wakes this often (process clock) to check whether a sample is due.
-const SAMPLER_POLL_MS = 20
+// A clocked bot that simulates no physics step for this long no longer holds the clock.
+const STALL_RELEASE_MS = 3000
 
 class StepFailed extends Error {}
 
@@ -368,12 +368,40 @@ class ProgramRunner {
    * Records a `mark`/`reached` event and, when the batch has an arbiter, streams it
    * to the controller with every connected bot's pose and waits for the directive
    * (applied by `directive()` before this resolves), so this bot's next step never
-   * starts before the rules have answered. The other bots keep moving meanwhile.
+   * starts before the rules have answered.
+   *
+   * The event happens at the clock's current tick: its position (and a strike's
+   * target position) are the bots' poses at that tick, and a pose sample is taken
+   * there too. Physics, and so the clock, is held until the rules answer: no bot
+   * moves on meanwhile, so a freeze lands exactly on the event's tick.
    */
   async ruleEvent (agent, event, events, signal) {
-    events.push(event)
     const batch = this.batch
-    if (!batch || !batch.arbiter) return
+    if (batch && batch.arbiter) gameClock.pause()
+    let held = batch && batch.arbiter
+    try {
+      if (gameClock.running) {
+        const t = tick()
+        event.tick = t
+        const row = gameClock.poseAt(agent.id, t, agent.bot)
+        if (row) event.pos = [row[0], row[1], row[2]]
+        if (event.kind === 'reached' && event.agent) {
+          const other = this.fleet.agents.get(event.agent)
+          const trow = other && other.connected ? gameClock.poseAt(other.id, t, other.bot) : null
+          if (trow) event.target_pos = [trow[0], trow[1], trow[2]]
+        }
+        if (batch && batch.sampler) batch.sampler.take(t)
+      }
+      events.push(event)
+      if (!batch || !batch.arbiter) return
+      await this.arbitrate(batch, agent, event, signal)
+    } finally {
+      if (held) gameClock.resume()
+      held = false
+    }
+  }
+
+  async arbitrate (batch, agent, event, signal) {
     const seq = ++batch.seq
     const answered = new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -385,9 +413,13 @@ class ProgramRunner {
     answered.catch(() => {})
     const players = {}
     for (const [id, a] of this.fleet.agents) {
-      if (a.connected) players[id] = a.pose()
+      if (!a.connected) continue
+      const pose = a.pose()
+      const row = gameClock.running ? gameClock.poseAt(id, event.tick, a.bot) : null
+      players[id] = row ? { ...pose, pos: [row[0], row[1], row[2]], yaw: row[3], pitch: row[4] } : pose
     }
-    this.fleet.emit({ event: 'program_event', batch: batch.id, seq, agent: agent.id, data: event, players })
+    const samples = batch.sampler ? batch.sampler.flush() : null
+    this.fleet.emit({ event: 'program_event', batch: batch.id, seq, agent: agent.id, data: event, players, samples })
     await abortable(answered, signal)
   }
 
@@ -407,7 +439,7 @@ class ProgramRunner {
     const targets = args.freeze ? [...batch.controllers.keys()] : cancel
     if (args.freeze && !batch.frozen) {
       batch.frozen = true
-      gameClock.stop() // the meeting's tick is the batch's last: unwinding is not game time
+      gameClock.freeze() // the meeting's tick is the batch's last: unwinding is not game time
     }
     const t = tick()
     for (const id of targets) {
@@ -516,61 +548,102 @@ class ProgramRunner {
         outcomes[id] = { status: 'invalid', reason: err.message, start_tick: t, end_tick: t, steps_done: 0, events: [] }
       }
     }
-    this.batch = { id: ++this.batches, arbiter: args.arbiter === true, controllers: new Map(), waiting: new Map(), seq: 0, frozen: false }
-    gameClock.start()
+    this.batch = { id: ++this.batches, arbiter: args.arbiter === true, controllers: new Map(), waiting: new Map(), seq: 0, frozen: false, sampler: null }
+    const clocked = new Map()
+    for (const id of Object.keys(valid)) {
+      const a = this.fleet.agents.get(id)
+      if (a.connected && a.bot) clocked.set(id, a.bot)
+    }
+    gameClock.start(clocked)
     const sampler = new Sampler(this.fleet, interval)
+    this.batch.sampler = sampler
+    const stalls = []
+    // A clocked bot whose physics stops (its chunk unloaded, its connection hanging)
+    // would hold the clock for good: after STALL_RELEASE_MS without a step it is let
+    // go (logged, and listed in the report's `clock_stalls`).
+    const watchdog = setInterval(() => {
+      for (const id of gameClock.stalled(STALL_RELEASE_MS)) {
+        log(`game clock: ${id} simulated no physics step for ${STALL_RELEASE_MS} ms; the clock no longer waits for it`)
+        stalls.push({ agent: id, tick: tick() })
+        gameClock.release(id)
+      }
+    }, 250)
+    const gone = []
+    for (const id of clocked.keys()) {
+      const a = this.fleet.agents.get(id)
+      const onGone = () => gameClock.release(id)
+      a.once('gone', onGone)
+      gone.push([a, onGone])
+    }
+    let players
     try {
       await Promise.all(Object.entries(valid).map(([id, steps]) =>
         this.runOne(this.fleet.agents.get(id), steps, timeoutMs).then(o => { outcomes[id] = o })))
     } finally {
-      gameClock.stop()
+      clearInterval(watchdog)
+      for (const [a, fn] of gone) a.removeListener('gone', fn)
       sampler.stop()
+      players = this.fleet.poses()
+      const last = sampler.samples.ticks.length - 1
+      // where the record says each clocked bot stood at the end tick
+      for (const [i, id] of sampler.samples.agents.entries()) {
+        const row = sampler.samples.poses[last][i]
+        if (row && players[id] && clocked.has(id)) players[id] = { ...players[id], pos: [row[0], row[1], row[2]], yaw: row[3], pitch: row[4] }
+      }
+      gameClock.stop()
       this.batch = null
     }
-    return { tick: tick(), outcomes, players: this.fleet.poses(), samples: sampler.samples }
+    return { tick: tick(), outcomes, players, samples: sampler.samples, clock_stalls: stalls }
   }
 }
 
 /**
- * Every connected bot's pose at most `interval` ticks apart while a batch runs, in a
- * compact form: `{"agents": [id, ...], "ticks": [t, ...], "poses": [[[x, y, z, yaw,
- * pitch] | null, ...], ...]}` (one row per tick, one column per agent, null = not
- * connected). A sample is due `interval - 1` ticks after the last one: one tick of
- * margin, so a late timer (a busy event loop) still keeps the gaps within `interval`.
+ * Every connected bot's pose every `interval` ticks of the game clock while a batch
+ * runs (and at every rule event's tick, and at the batch's end), in a compact form:
+ * `{"agents": [id, ...], "ticks": [t, ...], "poses": [[[x, y, z, yaw, pitch] | null,
+ * ...], ...]}` (one row per tick, one column per agent, null = not connected). The
+ * clock calls it at each tick it reaches, and each row holds every bot's pose at that
+ * very tick (`GameClock.poseAt`), so no gap exceeds `interval` however busy Node is.
  */
 class Sampler {
   constructor (fleet, interval) {
     this.fleet = fleet
-    this.step = Math.max(1, interval - 1)
+    this.interval = interval
     this.samples = { agents: [...fleet.agents.keys()], ticks: [], poses: [] }
-    this.take()
-    this.timer = setInterval(() => {
-      if (gameClock.running && tick() - this.samples.ticks[this.samples.ticks.length - 1] >= this.step) this.take()
-    }, SAMPLER_POLL_MS)
+    this.flushed = 0
+    this.take(tick())
+    this.onTick = (t) => {
+      if (t - this.samples.ticks[this.samples.ticks.length - 1] >= this.interval) this.take(t)
+    }
+    gameClock.onTick.push(this.onTick)
   }
 
-  take () {
-    const t = tick()
+  take (t) {
     const row = this.samples.agents.map(id => {
       const a = this.fleet.agents.get(id)
-      const e = a && a.connected && a.bot && a.bot.entity
-      if (!e) return null
-      const p = e.position
-      return [round(p.x, 2), round(p.y, 2), round(p.z, 2), round(yawToProtocol(e.yaw), 1), round(pitchToProtocol(e.pitch), 1)]
+      if (!a || !a.connected || !a.bot || !a.bot.entity) return null
+      return gameClock.poseAt(id, t, a.bot)
     })
     const last = this.samples.ticks.length - 1
     if (last >= 0 && this.samples.ticks[last] === t) {
-      this.samples.poses[last] = row // same tick: keep the newer poses
+      this.samples.poses[last] = row // same tick: the same poses, now complete
     } else {
       this.samples.ticks.push(t)
       this.samples.poses.push(row)
     }
   }
 
+  /** The samples taken since the last flush, in the compact form (for rule events). */
+  flush () {
+    const from = this.flushed
+    this.flushed = this.samples.ticks.length
+    return { agents: this.samples.agents, ticks: this.samples.ticks.slice(from), poses: this.samples.poses.slice(from) }
+  }
+
   /** The final sample (at the batch's end tick) and no more. */
   stop () {
-    clearInterval(this.timer)
-    this.take()
+    gameClock.onTick = gameClock.onTick.filter(fn => fn !== this.onTick)
+    this.take(tick())
   }
 }
 

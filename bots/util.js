@@ -19,28 +19,140 @@ function clockMs () {
   return performance.now() - T0
 }
 
+/**
+ * The game clock counts physics steps. While a batch runs it is started with the
+ * batch's bots ("clocked" bots: those with a program); each of them counts the
+ * physics steps it simulates (mineflayer's `physicsTick`), and the clock stands at the
+ * fewest steps any clocked bot has simulated since the batch began: tick t has passed
+ * only once every clocked bot has simulated its step t. A stalled event loop stalls
+ * mineflayer's physics and so the clock with it; the steps mineflayer then catches up
+ * (at most a few per callback) are counted one by one, so no bot ever covers more
+ * than one step of walking per tick. Every clocked bot's pose after each of its steps
+ * is kept for the batch (`poseAt`), so samples and rule events read each bot where it
+ * stood at that very tick, whichever bot has run ahead.
+ *
+ * With no clocked bot (a batch of no valid programs) the clock does not move.
+ */
 class GameClock {
   constructor () {
-    this.baseMs = 0 // game time accumulated by finished batches
-    this.since = null // process-clock ms when the running batch started, or null
+    this.base = 0 // ticks of the finished batches (and of meeting talk time)
+    this.running = false
+    this.clocked = new Map() // id -> { bot, steps, poses, listener, lastStepMs }
+    this.lead = 0 // ticks this batch: the fewest steps of any clocked bot
+    this.waiters = [] // { target, resolve }
+    this.onTick = [] // functions called with each tick the clock reaches
+    this.pauses = 0
+    this.frozen = false
   }
 
-  get running () {
-    return this.since !== null
-  }
-
-  /** Game milliseconds so far. */
-  ms () {
-    return this.baseMs + (this.since === null ? 0 : clockMs() - this.since)
-  }
-
+  /** The current tick. */
   tick () {
-    return Math.floor(this.ms() / MS_PER_TICK)
+    return this.base + this.lead
   }
 
-  start () {
-    if (this.since !== null) throw new BridgeError('bad_state', 'the game clock is already running')
-    this.since = clockMs()
+  /**
+   * Starts the clock for a batch.
+   * @param {Map<string, object>} bots id -> mineflayer bot of every clocked bot
+   */
+  start (bots) {
+    if (this.running) throw new BridgeError('bad_state', 'the game clock is already running')
+    this.running = true
+    this.lead = 0
+    this.pauses = 0
+    this.frozen = false
+    this.waiters = [] // waits of programs that ended with an earlier batch
+    for (const [id, bot] of bots) {
+      if (!bot || !bot.entity) continue
+      const entry = { bot, steps: 0, poses: [poseRow(bot.entity)], listener: null, lastStepMs: clockMs() }
+      entry.listener = () => this._stepped(id, entry)
+      bot.on('physicsTick', entry.listener)
+      this.clocked.set(id, entry)
+    }
+  }
+
+  _stepped (id, entry) {
+    if (!this.running) return
+    entry.steps++
+    entry.poses.push(poseRow(entry.bot.entity))
+    entry.lastStepMs = clockMs()
+    this._recount()
+  }
+
+  /** Stops counting a bot (it disconnected): the clock no longer waits for it. */
+  release (id) {
+    const entry = this.clocked.get(id)
+    if (!entry) return
+    entry.bot.removeListener('physicsTick', entry.listener)
+    this.clocked.delete(id)
+    if (this.running) this._recount()
+  }
+
+  _recount () {
+    if (this.frozen) return
+    let lead = Infinity
+    for (const e of this.clocked.values()) lead = Math.min(lead, e.steps)
+    if (!Number.isFinite(lead)) return
+    while (this.lead < lead) {
+      this.lead++
+      const t = this.tick()
+      for (const fn of this.onTick) fn(t)
+      const due = this.waiters.filter(w => w.target <= t)
+      if (due.length) {
+        this.waiters = this.waiters.filter(w => w.target > t)
+        for (const w of due) w.resolve()
+      }
+    }
+  }
+
+  /** Resolves once the clock reaches `target` (never while it is stopped). */
+  until (target) {
+    if (this.tick() >= target) return Promise.resolve()
+    return new Promise(resolve => this.waiters.push({ target, resolve }))
+  }
+
+  /**
+   * The pose row `[x, y, z, yaw, pitch]` of bot `id` at tick `t` of the running batch:
+   * from its own step record when it is clocked, else where it stands now.
+   */
+  poseAt (id, t, bot) {
+    const entry = this.clocked.get(id)
+    const i = t - this.base
+    // A bot that has simulated no step past `t` stands now as it did at `t` (instant
+    // steps, a look, change its heading within the tick): read it live.
+    if (entry && i >= 0 && i < entry.poses.length - 1) return entry.poses[i]
+    const b = entry ? entry.bot : bot
+    if (b && b.entity) return poseRow(b.entity)
+    return entry ? entry.poses[entry.poses.length - 1] : null
+  }
+
+  /**
+   * Holds physics (and so the clock) while the rules judge an event: no bot moves on
+   * between a rule event and the rules' answer. Nested holds release with the last.
+   */
+  pause () {
+    this.pauses++
+    if (this.pauses === 1) {
+      for (const e of this.clocked.values()) e.bot.physicsEnabled = false
+    }
+  }
+
+  resume () {
+    if (this.pauses === 0) return
+    this.pauses--
+    if (this.pauses === 0) {
+      const now = clockMs()
+      for (const e of this.clocked.values()) {
+        e.bot.physicsEnabled = true
+        e.lastStepMs = now // a hold is no stall
+      }
+    }
+  }
+
+  /** Clocked bots that simulated no step for `ms` while the clock waits for them. */
+  stalled (ms) {
+    if (this.pauses > 0 || this.frozen) return []
+    const now = clockMs()
+    return [...this.clocked.entries()].filter(([, e]) => e.steps === this.lead && now - e.lastStepMs > ms).map(([id]) => id)
   }
 
   /**
@@ -48,20 +160,39 @@ class GameClock {
    * seated and no program runs, so no physics step has anything to simulate).
    */
   advance (ticks) {
-    if (this.since !== null) throw new BridgeError('bad_state', 'the game clock is running: advance it only between batches')
+    if (this.running) throw new BridgeError('bad_state', 'the game clock is running: advance it only between batches')
     if (!Number.isInteger(ticks) || ticks < 0) throw new BridgeError('bad_request', 'ticks must be a non-negative integer')
-    this.baseMs = (this.tick() + ticks) * MS_PER_TICK
+    this.base += ticks
   }
 
   /**
-   * Stops the clock on a whole tick (the fraction of the last tick is dropped, so
-   * the next batch starts on the tick this one reported as its end).
+   * Fixes the clock on the tick it stands on for the rest of the batch (a meeting
+   * froze it at its rule event's tick): the programs' unwinding is not game time.
    */
-  stop () {
-    if (this.since === null) return
-    this.baseMs = this.tick() * MS_PER_TICK
-    this.since = null
+  freeze () {
+    if (this.running) this.frozen = true
   }
+
+  /** Stops the clock at the tick it stands on. */
+  stop () {
+    if (!this.running) return
+    this.base = this.tick()
+    this.lead = 0
+    this.running = false
+    for (const e of this.clocked.values()) {
+      e.bot.removeListener('physicsTick', e.listener)
+      e.bot.physicsEnabled = true
+    }
+    this.clocked.clear()
+    this.pauses = 0
+    this.frozen = false
+  }
+}
+
+/** A bot entity's pose as `[x, y, z, yaw, pitch]` (protocol degrees, rounded). */
+function poseRow (e) {
+  const p = e.position
+  return [round(p.x, 2), round(p.y, 2), round(p.z, 2), round(yawToProtocol(e.yaw), 1), round(pitchToProtocol(e.pitch), 1)]
 }
 
 const gameClock = new GameClock()
@@ -159,11 +290,8 @@ function sleep (ms, signal) {
  * runs (inside a batch); a stopped clock never gets there, so the wait then ends
  * only through `signal` (every batch aborts its waits when it ends).
  */
-async function sleepUntilTick (target, signal) {
-  while (gameClock.tick() < target) {
-    const ms = gameClock.running ? target * MS_PER_TICK - gameClock.ms() : MS_PER_TICK
-    await sleep(Math.max(1, ms), signal)
-  }
+function sleepUntilTick (target, signal) {
+  return abortable(gameClock.until(target), signal)
 }
 
 /** Polls `predicate` every `intervalMs` until true; rejects after `timeoutMs`. */
@@ -185,6 +313,7 @@ module.exports = {
   MS_PER_TICK,
   GameClock,
   gameClock,
+  poseRow,
   tick,
   clockMs,
   log,

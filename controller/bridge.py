@@ -648,6 +648,7 @@ class NodeBridge:
         arbiter: BatchArbiter | None = None,
         sample_interval: int = 10,
         margin_s: float = 15.0,
+        samples_to: Callable[[list[PoseSample]], None] | None = None,
     ) -> StepReport:
         """Run each bot's steps concurrently; bots without a program stand still.
 
@@ -664,6 +665,8 @@ class NodeBridge:
             arbiter: Called for each rule event; None streams nothing.
             sample_interval: Most ticks between two pose samples.
             margin_s: Extra time allowed for the round trip beyond `timeout_ms`.
+            samples_to: Gets the pose samples Node took since the previous rule event
+                (they come with each event), before the arbiter judges it.
 
         Returns:
             Every program's outcome, every bot's pose afterwards and the pose samples.
@@ -700,7 +703,7 @@ class NodeBridge:
                     continue
                 if msg is None:
                     break
-                failure = self._arbitrate(msg, arbiter, failure)
+                failure = self._arbitrate(msg, arbiter, failure, samples_to)
             result = self._await("run_programs", req_id, pending, 0.0)
         finally:
             self._batch_inbox = None
@@ -713,11 +716,14 @@ class NodeBridge:
         msg: dict[str, Any],
         arbiter: BatchArbiter | None,
         failure: BaseException | None,
+        samples_to: Callable[[list[PoseSample]], None] | None = None,
     ) -> BaseException | None:
         """Answer one `program_event` with the arbiter's directive; returns any failure."""
         directive: RuleDirective | None = None
         if arbiter is not None and failure is None:
             try:
+                if samples_to is not None and msg.get("samples"):
+                    samples_to(_samples(msg["samples"]))
                 event = ProgramEvent.model_validate(msg["data"])
                 poses = {
                     str(a): PlayerPose.model_validate(p)

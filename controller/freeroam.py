@@ -57,7 +57,10 @@ def run_batch(
         tick, poses = s.world.state()
         return StepReport(tick=tick, outcomes={}, players=poses)
     interval = s.config.sample_interval_ticks
-    report = s.world.run_programs(programs, s.config.step_timeout_ms, arbiter, interval)
+    sink = arbiter.observe if arbiter is not None else None
+    report = s.world.run_programs(programs, s.config.step_timeout_ms, arbiter, interval, sink)
+    if report.clock_stalls:
+        s.flags.add("clock_stall")
     if arbiter is not None:
         _judge_late(s, report, arbiter)
     s.engine.set_tick(report.tick)

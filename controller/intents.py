@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from controller.events import EventBase, Kill, MeetingStart, Vec3
 from controller.programs import StrikeGuard
-from controller.protocol import PlayerPose, ProgramEvent, RuleDirective
+from controller.protocol import PlayerPose, PoseSample, ProgramEvent, RuleDirective
 from controller.session import Session
 
 
@@ -103,6 +103,20 @@ class RuleArbiter:
                 cancel=directive.cancel if directive else [], freeze=True, reason="game over"
             )
         return directive
+
+    def observe(self, samples: list[PoseSample]) -> None:
+        """Judge the batch's pose samples taken since the last rule event, in tick order:
+        a task whose player is sampled away from its station is lost at that sample's
+        tick, before any later event (its completion included) is judged."""
+        e = self.session.engine
+        for sample in sorted(samples, key=lambda s: s.tick):
+            held = {
+                a: pose.pos
+                for a, pose in sample.players.items()
+                if (run := e.task_in_progress(a)) is not None and run.start_tick <= sample.tick
+            }
+            if held:
+                self.session.emit(e.check_presence(held, sample.tick))
 
     def _witnesses(
         self, agent: str, event: ProgramEvent, poses: Mapping[str, PlayerPose]

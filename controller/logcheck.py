@@ -55,6 +55,19 @@ SAMPLED_CAUSES = {"step_end", "meeting_call"}
 
 Winner = Literal["crew", "impostors"]
 
+SPEED_LIMIT = 0.40
+"""Most blocks a player covers per tick of the game clock (sprinting is about 0.28;
+a sprint-jump a little more): a faster pair of pose samples means the record's clock
+and the players' movement came apart."""
+ROUNDING_SLACK = 0.3
+"""Blocks of slack per sample pair on `SPEED_LIMIT` (rounded poses, a step's jitter)."""
+SPEED_SPAN = 5
+"""Fewest ticks a sample pair must span to count towards `RecordFigures.worst_speed`
+(over a tick or two, the rounding of positions dominates the figure)."""
+MARK_SLACK = 0.3
+"""Most blocks between a program's rule event (mark or strike) and the same player's
+pose sample at the event's tick."""
+
 
 CANCEL_SLACK_TICKS = 10
 """How long after its kill a victim's program may still read as running (half a second).
@@ -167,6 +180,7 @@ class _Audit:
     def run(self) -> None:
         self._check_setup()
         self._check_tick_order()
+        self._check_record()
         for i, ev in enumerate(self.events):
             self._dead_acting(ev)
             if isinstance(ev, Kill):
@@ -194,6 +208,40 @@ class _Audit:
             elif isinstance(ev, TaskDone):
                 self._task_done(ev)
         self._check_ending()
+
+    def _check_record(self) -> None:
+        """The record under the clock: pose samples no faster than walking and no
+        farther apart than the sample interval, a meeting's freeze on its call's tick,
+        marks and strikes where the samples have their players at that tick."""
+        figures = record_figures(self.events)
+        interval = int(self.start.config.get("sample_interval_ticks", 10) or 10)
+        for f in figures.fast:
+            self.flag(
+                f.step,
+                f"{f.agent} covers {f.distance:.2f} blocks in {f.ticks} ticks "
+                f"(ticks {f.tick - f.ticks}-{f.tick}), faster than {SPEED_LIMIT} blocks a "
+                "tick: positions and the clock came apart",
+            )
+        for step, gap, tick in figures.gaps:
+            if gap > interval:
+                self.flag(
+                    step,
+                    f"pose samples {gap} ticks apart before tick {tick}; "
+                    f"sample_interval_ticks is {interval}",
+                )
+        for step, overshoot, tick in figures.overshoots:
+            if overshoot != 0:
+                self.flag(
+                    step,
+                    f"the batch froze by meeting at tick {tick} ran on {overshoot} ticks past it",
+                )
+        for m in figures.marks:
+            if m.distance > MARK_SLACK:
+                self.flag(
+                    m.step,
+                    f"{m.agent}'s {m.what} at tick {m.tick} is {m.distance:.2f} "
+                    "blocks from its pose sample at that tick",
+                )
 
     def _check_setup(self) -> None:
         s, r = self.start, self.rules
@@ -696,6 +744,119 @@ class _Audit:
         want = (derived.winner, derived.ending) if derived else None
         if got != want:
             self.flag(end.step, f"the game ends {end.winner}/{end.ending}; the log gives {want}")
+
+
+@dataclass(frozen=True)
+class FastPair:
+    """Two consecutive pose samples of one player too far apart for their ticks."""
+
+    step: int
+    agent: str
+    tick: int
+    """The later sample's tick."""
+    ticks: int
+    distance: float
+
+
+@dataclass(frozen=True)
+class MarkDistance:
+    """A program rule event against its player's pose sample at the same tick."""
+
+    step: int
+    agent: str
+    tick: int
+    what: str
+    distance: float
+
+
+@dataclass
+class RecordFigures:
+    """How faithful a log's record of movement is to its clock (`record_figures`)."""
+
+    worst_speed: float = 0.0
+    """Largest blocks per tick over consecutive sample pairs of one player that span
+    at least `SPEED_SPAN` ticks."""
+    moving_pairs: int = 0
+    fast: list[FastPair] = field(default_factory=list)
+    """Pairs beyond `SPEED_LIMIT` per tick plus `ROUNDING_SLACK`."""
+    gaps: list[tuple[int, int, int]] = field(default_factory=list)
+    """(step, gap, tick) of every step's largest sample gap."""
+    overshoots: list[tuple[int, int, int]] = field(default_factory=list)
+    """(step, ticks past the call, call tick) of every batch a meeting froze."""
+    marks: list[MarkDistance] = field(default_factory=list)
+    """Every mark and strike that has a pose sample of its player at its tick."""
+
+    @property
+    def largest_gap(self) -> int:
+        return max((g for _, g, _ in self.gaps), default=0)
+
+    @property
+    def largest_overshoot(self) -> int:
+        return max((o for _, o, _ in self.overshoots), default=0)
+
+    @property
+    def largest_mark_distance(self) -> float:
+        return max((m.distance for m in self.marks), default=0.0)
+
+
+def record_figures(events: Sequence[Event]) -> RecordFigures:
+    """Measure a log's movement record against its clock, from the log alone.
+
+    Per free-roam step: the speed of every player between consecutive `trace` samples
+    (horizontal distance over ticks), the largest gap between samples, how far past a
+    meeting call's tick the step's samples and programs ran, and the distance between
+    every `mark`/`reached` program event (a strike's target too) and the same player's
+    sample at that tick, where the trace has one.
+    """
+    out = RecordFigures()
+    traces = {ev.step: ev for ev in events if isinstance(ev, Trace)}
+    for step, trace in sorted(traces.items()):
+        ticks = trace.ticks
+        gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+        if gaps:
+            i = max(range(len(gaps)), key=lambda k: gaps[k])
+            out.gaps.append((step, gaps[i], ticks[i + 1]))
+        for agent, poses in trace.players.items():
+            for i in range(1, min(len(poses), len(ticks))):
+                dt = ticks[i] - ticks[i - 1]
+                if dt <= 0:
+                    continue
+                (x0, _, z0, _), (x1, _, z1, _) = poses[i - 1], poses[i]
+                d = math.hypot(x1 - x0, z1 - z0)
+                if d > 0.05:
+                    out.moving_pairs += 1
+                    if dt >= SPEED_SPAN:
+                        out.worst_speed = max(out.worst_speed, d / dt)
+                if d > SPEED_LIMIT * dt + ROUNDING_SLACK:
+                    out.fast.append(FastPair(step, agent, ticks[i], dt, d))
+    calls = [ev for ev in events if isinstance(ev, MeetingStart)]
+    runs = [ev for ev in events if isinstance(ev, ProgramRun)]
+    for call in calls:
+        called_in = traces.get(call.step)
+        if called_in is None:
+            continue  # a meeting called from no free-roam batch
+        last = max([*called_in.ticks, *(r.end_tick for r in runs if r.step == call.step)])
+        out.overshoots.append((call.step, last - call.tick, call.tick))
+    for run in runs:
+        ran_in = traces.get(run.step)
+        if ran_in is None:
+            continue
+        index = {t: i for i, t in enumerate(ran_in.ticks)}
+        for ev in run.events:
+            if ev.get("kind") not in ("mark", "reached") or ev.get("tick") not in index:
+                continue
+            i = index[ev["tick"]]
+            pairs = [(run.agent, ev.get("pos"), str(ev.get("tag") or "strike"))]
+            if ev.get("kind") == "reached" and ev.get("agent"):
+                pairs.append((str(ev["agent"]), ev.get("target_pos"), "strike's target"))
+            for agent, pos, what in pairs:
+                sampled = ran_in.players.get(agent)
+                if not pos or not sampled or i >= len(sampled):
+                    continue
+                x, _, z, _ = sampled[i]
+                d = math.hypot(float(pos[0]) - x, float(pos[2]) - z)
+                out.marks.append(MarkDistance(run.step, agent, int(ev["tick"]), what, d))
+    return out
 
 
 def _plurality(tally: dict[str, int]) -> tuple[str, str | None]:

@@ -163,6 +163,13 @@ class PoseSample(_Shape):
     players: dict[str, PlayerPose]
 
 
+class ClockStall(_Shape):
+    """A bot whose physics stopped mid-batch, so the game clock stopped waiting for it."""
+
+    agent: str
+    tick: int
+
+
 class StepReport(_Shape):
     """What a world returns after running one batch of programs."""
 
@@ -171,7 +178,10 @@ class StepReport(_Shape):
     players: dict[str, PlayerPose]
     samples: list[PoseSample] = Field(default_factory=list)
     """Poses at most `sample_interval` ticks apart while the batch ran (first at the
-    batch's start, last at its end)."""
+    batch's start, last at its end), and at the tick of every rule event."""
+    clock_stalls: list[ClockStall] = Field(default_factory=list)
+    """Bots the game clock stopped waiting for (their poses after that tick are not
+    step-exact); empty in a healthy batch."""
 
 
 class RuleDirective(_Shape):

@@ -13,6 +13,7 @@ from controller.protocol import (
     BlockPlacement,
     LowProgram,
     PlayerPose,
+    PoseSample,
     ProgramEvent,
     RuleDirective,
     StepReport,
@@ -21,6 +22,9 @@ from controller.protocol import (
 )
 
 Arbiter = Callable[[str, ProgramEvent, dict[str, PlayerPose]], RuleDirective | None]
+SampleSink = Callable[[list[PoseSample]], None]
+"""Takes the pose samples of a running batch taken since the last rule event, before
+the arbiter judges the next one (so rules can read every pose up to that tick)."""
 """Called by a world for each `mark` and `reached` event the moment it happens, in
 tick order, with the acting agent, the event and every connected player's pose at
 that tick; its answer cancels programs (a kill's victim) or freezes the batch (a
@@ -78,12 +82,14 @@ class World(Protocol):
         timeout_ms: int,
         arbiter: Arbiter | None = None,
         sample_interval: int = 10,
+        samples_to: SampleSink | None = None,
     ) -> StepReport:
         """Run one batch of programs concurrently; return when all finished or timed out.
 
         The game clock advances only while the batch plays. Poses are sampled at most
         `sample_interval` ticks apart into `StepReport.samples`. Each `mark` and
         `reached` event goes to `arbiter` as it happens; its directive is applied at once.
+        Before each, `samples_to` gets the samples taken since the previous one.
         """
         ...
 

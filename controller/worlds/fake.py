@@ -36,7 +36,15 @@ from controller.protocol import (
     Vec3,
     WaitStep,
 )
-from controller.worlds.base import Arbiter, Frame, FrameFormat, Seat, WorldEvent, WorldFault
+from controller.worlds.base import (
+    Arbiter,
+    Frame,
+    FrameFormat,
+    SampleSink,
+    Seat,
+    WorldEvent,
+    WorldFault,
+)
 from controller.worlds.sketch import encode, save, sketch
 from world.geometry import ShipGeometry, yaw_towards
 
@@ -90,6 +98,9 @@ class FakeWorld:
         self._events: list[WorldEvent] = []
         self._pending_drop: dict[str, str] = {}
         self.refuse_reconnect: set[str] = set()
+        self._samples_to: SampleSink | None = None
+        self._batch_samples: list[PoseSample] = []
+        self._flushed = 0
         self._arbiter: Arbiter | None = None
         self._runs: dict[str, _Run] = {}
         self._frozen = False
@@ -108,18 +119,22 @@ class FakeWorld:
         timeout_ms: int,
         arbiter: Arbiter | None = None,
         sample_interval: int = 10,
+        samples_to: SampleSink | None = None,
     ) -> StepReport:
         """Run programs in lock-step until all finish, the timeout passes or the batch freezes.
 
         Instant steps (look, turn, chat, mark) cost no tick; movement happens between
         ticks, so a batch whose programs are all instant leaves the clock where it was.
         Each `mark` and `reached` event goes to `arbiter` at once, with every connected
-        player's pose at that moment; its directive ends programs before the next step.
+        player's pose at that moment (a pose sample is taken there too, and `samples_to`
+        gets the samples since the previous rule event first); its directive ends
+        programs before the next step.
         """
         if sample_interval < 1:
             raise ValueError(f"sample_interval must be at least 1 tick, got {sample_interval}")
         start = self.tick
         self._arbiter = arbiter
+        self._samples_to = samples_to
         self._frozen = False
         self._runs = runs = {}
         for agent in sorted(programs):
@@ -133,7 +148,8 @@ class FakeWorld:
                 self._events.append(WorldEvent("disconnect", agent, reason))
                 run.status, run.reason, run.end_tick = "failed", "disconnected", start
             runs[agent] = run
-        samples = [self._sample()]
+        samples = self._batch_samples = [self._sample()]
+        self._flushed = 0
         self._step_all(moving=False)
         limit = max(1, timeout_ms // TICK_MS)
         while (
@@ -143,7 +159,7 @@ class FakeWorld:
         ):
             self.tick += 1
             self._step_all(moving=True)
-            if (self.tick - start) % sample_interval == 0:
+            if self.tick - samples[-1].tick >= sample_interval:
                 samples.append(self._sample())
         for run in runs.values():
             if run.status is None:
@@ -152,7 +168,7 @@ class FakeWorld:
             if samples[-1].tick == self.tick:
                 samples.pop()
             samples.append(self._sample())
-        self._arbiter, self._runs = None, {}
+        self._arbiter, self._runs, self._samples_to = None, {}, None
         outcomes = {
             agent: ProgramOutcome(
                 status=run.status or "ok",
@@ -180,6 +196,14 @@ class FakeWorld:
         if self._arbiter is None or event.kind == "chat":
             return
         poses = self._connected_poses()
+        samples = self._batch_samples
+        if samples[-1].tick == self.tick:
+            samples[-1] = self._sample()
+        else:
+            samples.append(self._sample())
+        if self._samples_to is not None:
+            self._samples_to(samples[self._flushed :])
+            self._flushed = len(samples)
         directive = self._arbiter(agent, event, poses)
         if directive is None:
             return

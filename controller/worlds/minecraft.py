@@ -18,7 +18,15 @@ from controller.bridge import BridgeError, NodeBridge, free_port
 from controller.config import ServerConfig
 from controller.observation import FRAME_SHAPE
 from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
-from controller.worlds.base import Arbiter, Frame, FrameFormat, Seat, WorldEvent, WorldFault
+from controller.worlds.base import (
+    Arbiter,
+    Frame,
+    FrameFormat,
+    SampleSink,
+    Seat,
+    WorldEvent,
+    WorldFault,
+)
 from controller.xvfb import Xvfb, XvfbError
 
 log = logging.getLogger(__name__)
@@ -128,6 +136,7 @@ class MinecraftWorld:
         timeout_ms: int,
         arbiter: Arbiter | None = None,
         sample_interval: int = 10,
+        samples_to: SampleSink | None = None,
     ) -> StepReport:
         """Run a batch of programs on the bots (the game clock runs only meanwhile).
 
@@ -136,19 +145,19 @@ class MinecraftWorld:
         """
         try:
             report = self._b().run_programs(
-                programs, timeout_ms, arbiter=arbiter, sample_interval=sample_interval
+                programs,
+                timeout_ms,
+                arbiter=arbiter,
+                sample_interval=sample_interval,
+                samples_to=samples_to,
             )
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc
-        ticks = [s.tick for s in report.samples]
-        gap = max((b - a for a, b in zip(ticks, ticks[1:], strict=False)), default=0)
-        if gap > sample_interval:
-            # Node's sampler keeps a tick of margin; a larger gap means its event loop
-            # stalled. The samples are still true poses at their ticks, only sparser.
+        for stall in report.clock_stalls:
             log.warning(
-                "pose samples %d ticks apart (interval %d): the Node event loop stalled",
-                gap,
-                sample_interval,
+                "the game clock stopped waiting for %s at tick %d (its physics stalled)",
+                stall.agent,
+                stall.tick,
             )
         return report
 
