@@ -141,6 +141,7 @@ def log_decision(
             spec=d.spec,
             frame=answer.frame,
             view_text=d.view_text,
+            deferral=d.deferral,
             **session.base(),
         )
     )

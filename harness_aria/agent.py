@@ -6,6 +6,12 @@ reference does) and synthesises a program of whitelisted primitives. Meetings ru
 MEETING on the agent's turn and VOTE at the vote. Every model call is recorded; an
 unusable answer is recorded as invalid and the bot stands still (the documented
 fallback), an infrastructure failure is recorded apart from the model's behaviour.
+
+What the world says of the agent's last program reaches its memory as an own action;
+for an ego agent a failure's reason is first reduced to what its view allows
+(`harness_aria.memory.base.outcome_for_view`: no distances or positions of other
+players, e.g. "the target yellow got away, the kill failed" for a kill approach given
+up at its leash). A privileged agent keeps the reason as the world gave it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from controller.agents.base import AgentDecision
 from controller.observation import ChatEntry, Observation, OwnAction
 from controller.views import Knowledge, meeting_summary
 from harness_aria.backends.base import Backend
+from harness_aria.calls import start_round
 from harness_aria.memory import MEMORIES, Memory
+from harness_aria.memory.base import actions_for_view
 from harness_aria.modules import MODULES, Module, ModuleResult
 from harness_aria.modules.kill import KillModule
 from harness_aria.modules.surveillance import SurveillanceModule
@@ -143,7 +151,10 @@ class AriaAgent:
         """Plan, run the chosen module, and return the program with its records."""
         # Every component works from the filtered observation only: the raw one is not
         # reachable from the toolkit, so no module can see past the state mode.
+        start_round(self.backend, raw.step)
         obs = self._own_actions(self.knowledge.update(raw), raw)
+        if self.spec.state == "ego":
+            obs = actions_for_view(obs, obs.players)
         self.memory.observe(obs)
         view_text = self.knowledge.view(obs).to_text()
         tk = Toolkit(
@@ -374,4 +385,5 @@ class AriaAgent:
             calls=calls,
             spec=self.spec.model_dump(),
             view_text=view_text,
+            deferral=result.deferral,
         )

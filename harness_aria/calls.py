@@ -9,6 +9,13 @@ Every call is laid out the same way so that providers can cache its start:
 
 Each text is stored once in the run folder (`prompts/<sha256>.txt`, see `PromptStore`)
 and the call record holds the hashes, so a judge can read exactly what an agent was told.
+
+Failures that no model answer can fix stop the game (`status: invalid`) instead of being
+counted as moves: a refused request (HTTP 400/413/422, naming the setting), a missing
+model or path (HTTP 404, naming the model and the base address), exhausted quota and
+refused credentials, and a failure that repeats identically on every call of a side
+(`FailureStreak`: `STREAK_CALLS` calls over `STREAK_ROUNDS` decision rounds, no answer in
+between), such as a refused connection.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +65,63 @@ class GameStopping(InfrastructureFailure):
 
 
 class ConfigurationFailure(InfrastructureFailure):
-    """The provider refused a request as malformed or unsupported (HTTP 400, context too
-    long, an unsupported parameter): a configuration fault that stops the game, never a
-    move of the model."""
+    """A configuration fault that stops the game, never a move of the model: the provider
+    refused a request as malformed or unsupported (HTTP 400, context too long, an
+    unsupported parameter), answered 404 (a wrong model name or path), or failed the same
+    way on every call of a side (see `FailureStreak`)."""
+
+
+STREAK_CALLS = 3
+"""A side's calls failing identically this many times in a row (no answer between)..."""
+STREAK_ROUNDS = 2
+"""...over at least this many decision rounds (steps) stop the game. Two rounds, so that
+the concurrent calls of one step, which may all meet the same brief outage after their
+retries, are not enough on their own; a refused connection or a dead server fails the
+first two rounds of a game and stops it there."""
+STREAK_EXEMPT = frozenset({"rate_limit", "timeout"})
+"""Failure classes that never stop a game by repeating: the provider is there but busy
+or slow, each call was already retried, and the decision is recorded as an
+infrastructure failure apart from the model's behaviour."""
+
+
+@dataclass
+class FailureStreak:
+    """The side's current run of identical call failures, with no answer in between.
+
+    Every answered call (even an unparseable one) ends the run; a failure that differs
+    from the run's (class or detail) starts a new one. `round` is the decision round
+    (the step) the side's agents are deciding in, set by `start_round`; calls made
+    outside any round count one round each.
+
+    Attributes:
+        round: The current decision round, None before the first.
+        signature: The repeated failure (class, detail), None when there is no run.
+        calls: Failed calls in the run.
+        rounds: The rounds the run spans.
+    """
+
+    round: int | None = None
+    signature: tuple[str, str] | None = None
+    calls: int = 0
+    rounds: list[int] = field(default_factory=list)
+
+    def answered(self) -> None:
+        """A call got an answer: the run is over."""
+        self.signature, self.calls, self.rounds = None, 0, []
+
+    def failed(self, exc: BackendError, round_: int | None) -> bool:
+        """Count a failed call made in `round_`; whether the run now stops the game."""
+        if exc.error_class in STREAK_EXEMPT:
+            self.answered()
+            return False
+        signature = (exc.error_class, exc.detail or str(exc))
+        if signature != self.signature:
+            self.signature, self.calls, self.rounds = signature, 0, []
+        self.calls += 1
+        mark = round_ if round_ is not None else -self.calls
+        if mark not in self.rounds:
+            self.rounds.append(mark)
+        return self.calls >= STREAK_CALLS and len(self.rounds) >= STREAK_ROUNDS
 
 
 def picture_wording(text: str, with_picture: bool) -> str:
@@ -129,10 +190,13 @@ class CallSetup:
     Attributes:
         shared_prefix: The first system message of every call ('' for none).
         store: Where texts are stored; None keeps no texts (only hashes are recorded).
+        failures: The side's run of identical call failures.
     """
 
     shared_prefix: str = ""
     store: PromptStore | None = None
+    failures: FailureStreak = field(default_factory=FailureStreak)
+    """The side's run of identical failures (one side, one setup: see `FailureStreak`)."""
 
 
 class HarnessedBackend:
@@ -155,6 +219,40 @@ class HarnessedBackend:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Run the request on the inner backend."""
         return await self.inner.complete(request)
+
+
+def start_round(backend: Backend, step: int) -> None:
+    """Tell a side's backend which decision round (step) its agents are deciding in.
+
+    Only a `HarnessedBackend` keeps a failure streak; any other backend ignores it.
+
+    Args:
+        backend: The agent's backend.
+        step: The step being decided.
+    """
+    if isinstance(backend, HarnessedBackend):
+        backend.setup.failures.round = step
+
+
+def base_address(backend: Backend, url: str = "") -> str:
+    """Where a backend sends its calls, for messages about a wrong address.
+
+    Args:
+        backend: The backend (a `HarnessedBackend` is looked through).
+        url: The address a failed request went to, if known.
+
+    Returns:
+        The configured base URL, else the requested URL without its API path, else a
+        phrase saying it is the provider's default.
+    """
+    inner = backend.inner if isinstance(backend, HarnessedBackend) else backend
+    configured = getattr(inner, "base_url", None)
+    if isinstance(configured, str) and configured:
+        return configured
+    for path in ("/chat/completions", "/v1/messages"):
+        if url.endswith(path):
+            return url[: -len(path)]
+    return url or "the provider's default address"
 
 
 class PromptRefs(BaseModel):
@@ -253,6 +351,30 @@ def _refused(backend: Backend, exc: BackendError, request: ModelRequest) -> Conf
     )
 
 
+def _not_found(backend: Backend, exc: BackendError) -> ConfigurationFailure:
+    model = backend.address.partition(":")[2] or backend.address
+    return ConfigurationFailure(
+        "configuration",
+        f"{backend.address}: the provider answered 404 (not found): the model name "
+        f"`{model}` or the base address {base_address(backend, exc.url)} is wrong; check "
+        f"the side's agent args `backend` and `base_url` (e.g. crew.args.backend): {exc}",
+    )
+
+
+def _repeated(backend: Backend, streak: FailureStreak, exc: BackendError) -> ConfigurationFailure:
+    model = backend.address.partition(":")[2] or backend.address
+    known = [r for r in streak.rounds if r >= 0]
+    steps = f" (steps {known[0]} to {known[-1]})" if len(known) > 1 else ""
+    return ConfigurationFailure(
+        "configuration",
+        f"{backend.address}: every call of the side failed the same way, {streak.calls} in a "
+        f"row over {len(streak.rounds)} decision rounds{steps} with no answer in between, "
+        f"so the model cannot be reached as configured (model `{model}`, base address "
+        f"{base_address(backend, exc.url)}); check the side's agent args `backend` and "
+        f"`base_url` and that the server is up: {exc}",
+    )
+
+
 async def ask(
     backend: Backend,
     *,
@@ -269,9 +391,12 @@ async def ask(
     Raises:
         GameStopping: the quota is exhausted or the credentials are refused.
         ConfigurationFailure: the provider refused the request as malformed or
-            unsupported (HTTP 400/413/422), which no model answer can fix.
+            unsupported (HTTP 400/413/422), answered 404 (a wrong model name or path),
+            or the side's calls failed identically `STREAK_CALLS` times over
+            `STREAK_ROUNDS` rounds (see `FailureStreak`); no model answer can fix these.
     """
     setup = backend.setup if isinstance(backend, HarnessedBackend) else CallSetup()
+    round_ = setup.failures.round
     use_image = image is not None and backend.vision
     # Only the templates carry picture wording; the user text (state, memory) is data.
     system = picture_wording(system, use_image)
@@ -311,7 +436,12 @@ async def ask(
             raise GameStopping(exc.error_class, str(exc)) from exc
         if exc.error_class == "bad_request":
             raise _refused(backend, exc, request) from exc
+        if exc.error_class == "not_found":
+            raise _not_found(backend, exc) from exc
+        if setup.failures.failed(exc, round_):
+            raise _repeated(backend, setup.failures, exc) from exc
         return record
+    setup.failures.answered()
     record.raw = response.text
     record.tokens_in, record.tokens_out = response.tokens_in, response.tokens_out
     record.tokens_cached, record.cost_usd = response.tokens_cached, response.cost_usd

@@ -14,8 +14,12 @@ Two rules keep the reading honest:
 * **Nothing is replaced.** A name, room or station that matches nothing is unknown; the
   caller turns that into an invalid decision with its reason, not into the nearest guess.
 
-Skip words (`"skip"`) and abstain words (`null`, `"none"`, `"abstain"`, `"nobody"`) mean
-different things and are kept apart: see `SKIP_WORDS` and `ABSTAIN_WORDS`.
+In a vote, a ballot for skip and an abstention are different things (a skip counts toward
+the skip tally; an abstention casts no ballot, which can turn "skipped" into "tie"). Every
+way of saying "no one" (`"skip"`, JSON `null`, `"none"`, `"nobody"`, `"no one"`, any case
+and edge punctuation) is a ballot for skip, and the reading is noted; only the word
+`"abstain"` (or `"abstention"`) is an explicit abstention. A vote without its key is
+neither: see `SKIP_WORDS`, `ABSTAIN_WORDS`, `AnswerReader.is_skip`.
 """
 
 from __future__ import annotations
@@ -35,13 +39,31 @@ TRUE_WORDS = frozenset({"true", "yes", "y", "1", "on"})
 """Texts read as a clear yes (case-insensitive, edge punctuation ignored)."""
 FALSE_WORDS = frozenset({"false", "no", "n", "0", "off"})
 """Texts read as a clear no."""
-SKIP_WORDS = frozenset({"skip", "skip vote", "skipped", "vote skip", "skip the vote"})
-"""A vote for skip: a ballot that counts toward the skip tally."""
-ABSTAIN_WORDS = frozenset(
-    {"", "none", "null", "nil", "abstain", "abstention", "nobody", "no one", "noone", "n/a"}
+SKIP_WORDS = frozenset(
+    {
+        "skip",
+        "skip vote",
+        "skipped",
+        "skipping",
+        "vote skip",
+        "skip the vote",
+        "",
+        "none",
+        "null",
+        "nil",
+        "nobody",
+        "no one",
+        "noone",
+        "n/a",
+    }
 )
-"""No choice at all (JSON `null` too): a vote abstains, an accusation names nobody, a
-move follows nobody. Never read as skip."""
+"""A vote for skip: a ballot that counts toward the skip tally. Besides `skip` itself, every
+way of naming no one (JSON `null` too, see `AnswerReader.is_skip`), since that is what a
+model writes when it wants nobody ejected; read case-insensitively, edge punctuation
+ignored and inner spaces, hyphens and underscores counted as one space (`"No-one."`)."""
+ABSTAIN_WORDS = frozenset({"abstain", "abstention", "abstaining", "i abstain"})
+"""An explicit abstention: the voter casts no ballot at all (neither a player nor skip).
+Only these words; `null`, `"none"`, `"nobody"` are skip (see `SKIP_WORDS`)."""
 
 
 class AnswerError(ValueError):
@@ -235,6 +257,12 @@ def _clean(value: str) -> str:
     return value.strip().strip(_EDGE_PUNCTUATION).strip()
 
 
+def _phrase(value: str) -> str:
+    """A word or phrase for comparing with a word list: lower case, edge punctuation
+    dropped, inner runs of spaces, hyphens and underscores made one space."""
+    return re.sub(r"[\s_\-]+", " ", _clean(value).lower()).strip()
+
+
 def _key(value: str) -> str:
     """A comparison key: lower case, letters and digits only (`Lower Engine` -> `lowerengine`)."""
     return re.sub(r"[^a-z0-9]", "", value.lower())
@@ -258,6 +286,14 @@ class AnswerReader:
 
     def _note(self, key: str, raw: Any, read: Any) -> None:
         self.normalised.append(f"{key}: {raw!r} -> {read!r}")
+
+    def note(self, key: str, raw: Any, read: Any) -> None:
+        """Record that `raw` of `key` was read as `read` (`key: raw -> read`)."""
+        self._note(key, raw, read)
+
+    def dropped(self, key: str, raw: Any, why: str) -> None:
+        """Record that `raw` of `key` could not be read and was left out, and why."""
+        self.normalised.append(f"{key}: {raw!r} dropped: {why}")
 
     def has(self, key: str) -> bool:
         """Whether the answer has the field at all."""
@@ -313,20 +349,26 @@ class AnswerReader:
         return found
 
     def is_abstain(self, key: str) -> bool:
-        """Whether the field says "nobody" (missing, null, `"none"`, `"abstain"`, ...)."""
+        """Whether the field is an explicit abstention (`"abstain"`, `"Abstention."`).
+
+        A missing field is not an abstention (the caller refuses it), and neither is
+        `null` or `"none"` (they are skip, see `is_skip`).
+        """
         raw = self.answer.get(key)
-        if raw is None:
-            return True
-        if isinstance(raw, str) and _clean(raw).lower() in ABSTAIN_WORDS:
-            if raw != "":
-                self._note(key, raw, None)
+        if isinstance(raw, str) and _phrase(raw) in ABSTAIN_WORDS:
+            if raw != "abstain":
+                self._note(key, raw, "abstain")
             return True
         return False
 
     def is_skip(self, key: str) -> bool:
-        """Whether the field is a vote for skip (`"skip"`, `"Skip."`, `"skip vote"`)."""
-        raw = self.answer.get(key)
-        if isinstance(raw, str) and _clean(raw).lower() in SKIP_WORDS:
+        """Whether the field is a vote for skip: `"skip"`, or any way of naming no one
+        (JSON `null`, `"none"`, `"Nobody."`, `"no one"`, `"No-one"`), noted unless it is
+        the literal `"skip"`. A missing field is not skip."""
+        if key not in self.answer:
+            return False
+        raw = self.answer[key]
+        if raw is None or (isinstance(raw, str) and _phrase(raw) in SKIP_WORDS):
             if raw != "skip":
                 self._note(key, raw, "skip")
             return True

@@ -28,7 +28,14 @@ from anthropic.types import Message as AnthropicMessage
 
 from harness_aria.backends.base import Message, ModelRequest, ModelResponse
 from harness_aria.backends.common import LoopBoundClient, require_key
-from harness_aria.backends.retry import RETRYABLE, Failure, Retrier, parse_retry_after, status_class
+from harness_aria.backends.retry import (
+    RETRYABLE,
+    Failure,
+    Retrier,
+    parse_retry_after,
+    request_url,
+    status_class,
+)
 from harness_aria.backends.settings import (
     BackendSettings,
     Sampling,
@@ -106,11 +113,11 @@ def classify_anthropic_error(exc: BaseException) -> Failure | None:
         The failure, or None for an exception that is not the SDK's.
     """
     if isinstance(exc, anthropic.APITimeoutError):
-        return Failure("timeout", "request timed out")
+        return Failure("timeout", "request timed out", url=request_url(exc))
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__
         reason = f" ({type(cause).__name__})" if cause is not None else ""
-        return Failure("connection", f"connection failed{reason}")
+        return Failure("connection", f"connection failed{reason}", url=request_url(exc))
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
         detail = f"HTTP {status} {type(exc).__name__}: {exc.api_message or exc.message}"
@@ -120,10 +127,10 @@ def classify_anthropic_error(exc: BaseException) -> Failure | None:
             or exc.error_code in _QUOTA_CODES
             or (status == 400 and _QUOTA_MESSAGE.search(exc.api_message or ""))
         ):
-            return Failure("quota", detail)
+            return Failure("quota", detail, url=request_url(exc))
         error_class = status_class(status)
         retry_after = parse_retry_after(exc.response.headers) if error_class in RETRYABLE else None
-        return Failure(error_class, detail, retry_after)
+        return Failure(error_class, detail, retry_after, url=request_url(exc))
     if isinstance(exc, anthropic.AnthropicError):
         return Failure("other", f"{type(exc).__name__}: {exc}")
     return None

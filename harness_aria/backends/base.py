@@ -7,9 +7,20 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 ErrorClass = Literal[
-    "rate_limit", "server", "timeout", "connection", "quota", "auth", "bad_request", "other"
+    "rate_limit",
+    "server",
+    "timeout",
+    "connection",
+    "quota",
+    "auth",
+    "bad_request",
+    "not_found",
+    "other",
 ]
-"""Why a call failed. All but `bad_request`, `auth` and `other` are infrastructure faults."""
+"""Why a call failed. `rate_limit`, `server`, `timeout`, `connection`, `quota` and `auth`
+are infrastructure faults; `bad_request` (HTTP 400/413/422) and `not_found` (HTTP 404: a
+wrong model name or a wrong path) are configuration faults that stop a game (see
+`harness_aria.calls.ask`); `other` is anything else."""
 
 INFRASTRUCTURE_ERRORS: frozenset[str] = frozenset(
     {"rate_limit", "server", "timeout", "connection", "quota", "auth"}
@@ -75,12 +86,30 @@ class CredentialsError(RuntimeError):
 
 
 class BackendError(Exception):
-    """A call failed after retries; `error_class` says why."""
+    """A call failed after retries; `error_class` says why.
 
-    def __init__(self, error_class: ErrorClass, message: str, attempts: int = 1) -> None:
+    Attributes:
+        error_class: Why it failed.
+        attempts: How many tries were made.
+        detail: The last try's failure without the try count (the same on every call
+            that fails the same way; '' when not given).
+        url: The address requested, without query or credentials ('' when unknown).
+    """
+
+    def __init__(
+        self,
+        error_class: ErrorClass,
+        message: str,
+        attempts: int = 1,
+        *,
+        detail: str = "",
+        url: str = "",
+    ) -> None:
         super().__init__(message)
         self.error_class: ErrorClass = error_class
         self.attempts = attempts
+        self.detail = detail
+        self.url = url
 
     @property
     def infrastructure(self) -> bool:

@@ -20,7 +20,14 @@ from openai.types.chat import (
 
 from harness_aria.backends.base import BackendError, Message, ModelRequest, ModelResponse
 from harness_aria.backends.common import LoopBoundClient, require_key
-from harness_aria.backends.retry import RETRYABLE, Failure, Retrier, parse_retry_after, status_class
+from harness_aria.backends.retry import (
+    RETRYABLE,
+    Failure,
+    Retrier,
+    parse_retry_after,
+    request_url,
+    status_class,
+)
 from harness_aria.backends.settings import (
     BackendSettings,
     ImageDetail,
@@ -97,20 +104,20 @@ def classify_openai_error(exc: BaseException) -> Failure | None:
         The failure, or None for an exception that is not the SDK's.
     """
     if isinstance(exc, openai.APITimeoutError):
-        return Failure("timeout", "request timed out")
+        return Failure("timeout", "request timed out", url=request_url(exc))
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
         reason = f" ({type(cause).__name__})" if cause is not None else ""
-        return Failure("connection", f"connection failed{reason}")
+        return Failure("connection", f"connection failed{reason}", url=request_url(exc))
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         api_message = exc.body.get("message") if isinstance(exc.body, dict) else None
         detail = f"HTTP {status} {type(exc).__name__}: {api_message or exc.message}"
         if exc.code in _QUOTA_CODES or exc.type in _QUOTA_CODES:
-            return Failure("quota", detail)
+            return Failure("quota", detail, url=request_url(exc))
         error_class = status_class(status)
         retry_after = parse_retry_after(exc.response.headers) if error_class in RETRYABLE else None
-        return Failure(error_class, detail, retry_after)
+        return Failure(error_class, detail, retry_after, url=request_url(exc))
     if isinstance(exc, openai.OpenAIError):
         return Failure("other", f"{type(exc).__name__}: {exc}")
     return None
@@ -232,7 +239,10 @@ class OpenAIBackend:
         latency_ms = (time.perf_counter() - started) * 1000
         if not completion.choices:
             raise BackendError(
-                "other", f"{self.address}: the answer had no choices", attempts=tries
+                "other",
+                f"{self.address}: the answer had no choices",
+                attempts=tries,
+                detail="the answer had no choices",
             )
         choice = completion.choices[0]
         usage = completion.usage

@@ -25,7 +25,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RETRYABLE: frozenset[ErrorClass] = frozenset({"rate_limit", "server", "timeout", "connection"})
-"""Failure classes worth another try; quota, auth, bad_request and other are final."""
+"""Failure classes worth another try; quota, auth, bad_request, not_found and other are
+final."""
 
 # Provider keys look like `sk-...` / `sk-ant-...`; APIs echo them masked (`sk-proj-****abcd`).
 _KEY_LIKE = re.compile(r"sk-[A-Za-z0-9_\-*]{3,}")
@@ -40,11 +41,13 @@ class Failure:
         error_class: Why it failed.
         detail: A short description (no key; redacted again before use).
         retry_after_s: The server's requested wait, if it sent one.
+        url: The address requested (see `request_url`), '' when unknown.
     """
 
     error_class: ErrorClass
     detail: str
     retry_after_s: float | None = None
+    url: str = ""
 
     @property
     def retryable(self) -> bool:
@@ -71,8 +74,34 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     return text
 
 
+def request_url(exc: BaseException) -> str:
+    """The address an SDK exception's request went to, without query or credentials.
+
+    Both SDKs' `APIError` carry the `httpx.Request`; the query and any user info are
+    dropped, since a proxy may carry a key there.
+
+    Args:
+        exc: What the SDK raised.
+
+    Returns:
+        `scheme://host[:port]/path`, or '' when the exception has no request.
+    """
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    if url is None:
+        return ""
+    try:
+        port = f":{url.port}" if url.port is not None else ""
+        return f"{url.scheme}://{url.host}{port}{url.path}"
+    except AttributeError:
+        return ""
+
+
 def status_class(status: int) -> ErrorClass:
     """Map an HTTP status to a failure class (quota is decided from the body, not here).
+
+    404 is `not_found`: the path or the model name is wrong, which no retry and no model
+    answer can fix (it stops the game as a configuration fault, see `harness_aria.calls`).
 
     Args:
         status: The HTTP status code.
@@ -88,6 +117,8 @@ def status_class(status: int) -> ErrorClass:
         return "timeout"
     if status in (400, 413, 422):
         return "bad_request"
+    if status == 404:
+        return "not_found"
     if status >= 500:
         return "server"
     return "other"
@@ -206,7 +237,15 @@ class Retrier:
                         f"{self._address}: {failure.error_class} after {tries} "
                         f"{'try' if tries == 1 else 'tries'}: {detail}"
                     )
-                    raise BackendError(failure.error_class, message, attempts=tries) from None
+                    if failure.url:
+                        message += f" (requested {failure.url})"
+                    raise BackendError(
+                        failure.error_class,
+                        message,
+                        attempts=tries,
+                        detail=detail,
+                        url=failure.url,
+                    ) from None
                 wait = self.backoff_s(tries, failure.retry_after_s)
                 logger.info(
                     "%s %s: try %d failed (%s: %s); retrying in %.2f s",

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from typing import Protocol
 
 from controller.observation import Observation, OwnAction
+
+_LEASH = re.compile(
+    r"approach: (?P<who>[A-Za-z_]+) is -?\d+(?:\.\d+)? blocks from where the approach "
+    r"began, beyond its leash of -?\d+(?:\.\d+)?"
+)
+_NOT_VISIBLE = re.compile(r"(?P<op>follow|approach): (?P<who>[A-Za-z_]+) is not visible \([^)]*\)")
+_DISTANCE = re.compile(r"-?\d+(?:\.\d+)?\s*blocks?\b")
+_POSITION = re.compile(r"[\[(]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?){1,2}\s*[\])]")
+_WORD = re.compile(r"[A-Za-z]+")
 
 
 class Memory(Protocol):
@@ -59,3 +70,45 @@ def describe_action(a: OwnAction) -> str:
     if a.kind == "voted":
         return f"I voted {a.target or 'to abstain'}"
     return f"my program ended{detail}"
+
+
+def outcome_for_view(detail: str, me: str, players: Collection[str]) -> str:
+    """A program outcome reduced to what an ego agent may know.
+
+    The world states why a program failed from the server's positions, e.g. `step 3:
+    approach: yellow is 27.1 blocks from where the approach began, beyond its leash of 5`:
+    how far a player the agent may no longer see has gone. An ego agent keeps only that
+    the attempt failed and why in words (`the target yellow got away, the kill failed`);
+    any other reason naming another player loses its distances and positions. Reasons
+    about the agent alone (its own walk) are kept as they are.
+
+    Args:
+        detail: The outcome (`failed: <reason>`, as `OwnAction.detail` of `program_ended`).
+        me: The agent.
+        players: Every seat's id.
+
+    Returns:
+        The detail with what the ego view does not allow removed.
+    """
+    text = _LEASH.sub(
+        lambda m: f"approach: the target {m.group('who')} got away, the kill failed", detail
+    )
+    text = _NOT_VISIBLE.sub(lambda m: f"{m.group('op')}: {m.group('who')} could not be found", text)
+    others = {p.lower() for p in players} - {me.lower()}
+    if any(w.lower() in others for w in _WORD.findall(text)):
+        text = _POSITION.sub("a position", _DISTANCE.sub("some distance", text))
+    return text
+
+
+def actions_for_view(obs: Observation, players: Collection[str]) -> Observation:
+    """The observation with its program outcomes reduced by `outcome_for_view` (ego)."""
+    changed = False
+    actions: list[OwnAction] = []
+    for a in obs.own_actions:
+        if a.kind == "program_ended" and a.detail:
+            detail = outcome_for_view(a.detail, obs.agent, players)
+            if detail != a.detail:
+                a = a.model_copy(update={"detail": detail})
+                changed = True
+        actions.append(a)
+    return obs.model_copy(update={"own_actions": actions}) if changed else obs

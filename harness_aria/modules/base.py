@@ -23,6 +23,9 @@ class ModuleResult:
     """What to remember of this step."""
     abstain: bool = False
     """Voting only: the answer deliberately names nobody (no ballot; never skip)."""
+    deferral: str = ""
+    """KILL only: why this decision sends no strike (one of `controller.events.DEFERRALS`);
+    empty when it sends one (a strike that fails says why in its program's outcome)."""
 
 
 class Module(Protocol):

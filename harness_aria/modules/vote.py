@@ -1,15 +1,25 @@
-"""VOTE: a living player, skip, or an abstention, with a reason.
+"""VOTE: a living player, skip, or an explicit abstention, with a reason.
 
-`"skip"` is a ballot for skip (it counts toward the skip tally); `null`, `"none"`,
-`"abstain"` or `"nobody"` is an abstention (no ballot at all). The two are never
-confused, and an answer that names neither a living player nor one of those words is
-invalid: the agent then casts no ballot (an abstention marked as failed, never skip).
+A ballot for skip counts toward the skip tally; an abstention casts no ballot at all (it
+can turn a meeting "skipped" into a "tie"), so only the word for it is read as one:
+
+* a living player (`"Yellow."` -> `yellow`) is a ballot for that player;
+* `"skip"`, and every way of naming no one (JSON `null`, `"none"`, `"nobody"`, `"no one"`,
+  any case and edge punctuation), is a ballot for skip; the reading is noted on the
+  call's `normalised` list (`vote_target: None -> 'skip'`);
+* `"abstain"` (or `"abstention"`) is an explicit abstention;
+* anything else is a failed ballot (invalid, error kind `model`, with the reason): a dead
+  or unknown player, and an answer without `vote_target` (`{"vote": "yellow"}`), which is
+  never read as an abstention. A failed ballot casts no ballot, and is never a skip.
 """
 
 from __future__ import annotations
 
 from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.toolkit import Choice, Toolkit
+
+KEY = "vote_target"
+"""The answer's ballot field, as the vote format asks for it."""
 
 
 class VoteModule:
@@ -29,23 +39,30 @@ class VoteModule:
         answer = await tk.ask("vote", tk.prompt(f"vote_{role}"), roster=", ".join(living))
         if answer is None:
             return failed(tk, "vote")
+        if KEY not in answer:
+            keys = ", ".join(repr(k) for k in answer) or "none"
+            return ModuleResult(
+                invalid=f"vote: the answer has no {KEY!r} (its keys: {keys}); a ballot names "
+                f"a living player ({', '.join(living)}), skip or abstain under {KEY!r}",
+                memo="invalid vote",
+            )
         read = reader(tk, answer)
         reasoning, intent = read.text("reasoning"), read.text("intent")
-        if read.is_skip("vote_target"):
-            return ModuleResult(
-                vote="skip", reasoning=reasoning, narration=intent, memo="voted skip"
-            )
-        target = read.choice("vote_target", living)
+        target = read.choice(KEY, living)
         if target is not None:
             return ModuleResult(
                 vote=target, reasoning=reasoning, narration=intent, memo=f"voted {target}"
             )
-        if read.is_abstain("vote_target"):
+        if read.is_skip(KEY):
+            return ModuleResult(
+                vote="skip", reasoning=reasoning, narration=intent, memo="voted skip"
+            )
+        if read.is_abstain(KEY):
             return ModuleResult(
                 abstain=True, reasoning=reasoning, narration=intent, memo="abstained"
             )
         return ModuleResult(
-            invalid=f"vote for {answer.get('vote_target')!r}: not a living player "
+            invalid=f"vote for {answer.get(KEY)!r}: not a living player "
             f"({', '.join(living)}), skip or abstain",
             memo="invalid vote",
         )

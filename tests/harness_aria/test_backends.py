@@ -400,7 +400,7 @@ def test_quota_is_not_retried(
 @pytest.mark.parametrize("address", SDK_ADDRESSES)
 @pytest.mark.parametrize(
     ("status", "expected"),
-    [(401, "auth"), (403, "auth"), (400, "bad_request"), (422, "bad_request"), (404, "other")],
+    [(401, "auth"), (403, "auth"), (400, "bad_request"), (422, "bad_request"), (404, "not_found")],
 )
 def test_final_client_errors(
     address: str, status: int, expected: str, mock_api: StartServer, fast: BackendSettings

@@ -227,16 +227,56 @@ def voting(**over: Any) -> Observation:
         ('"Yellow"', "yellow", False),
         ('"skip"', "skip", False),
         ('"Skip."', "skip", False),
-        ("null", None, True),
-        ('"none"', None, True),
+        ("null", "skip", False),
+        ('"none"', "skip", False),
         ('"abstain"', None, True),
-        ('"nobody"', None, True),
+        ('"nobody"', "skip", False),
     ],
 )
 def test_vote_targets(value: str, vote: str | None, abstain: bool) -> None:
     result, _ = run("VOTE", voting(), f'{{"vote_target": {value}, "reasoning": "r"}}')
     assert result.vote == vote and result.abstain is abstain
     assert not result.invalid
+
+
+@pytest.mark.parametrize(
+    "value", ["null", '"none"', '"None."', '"nobody"', '"No one."', '"no-one"', '"NOBODY"']
+)
+def test_vote_naming_no_one_is_a_skip_ballot_noted_on_the_call(value: str) -> None:
+    # Formerly an abstention (no ballot), which changed meeting outcomes from skipped to tie.
+    result, tk = run("VOTE", voting(), f'{{"vote_target": {value}, "reasoning": "r"}}')
+    assert (result.vote, result.abstain, result.invalid) == ("skip", False, "")
+    assert any(
+        n.startswith("vote_target: ") and n.endswith("-> 'skip'") for n in tk.calls[-1].normalised
+    )
+
+
+def test_vote_abstain_word_is_the_only_abstention() -> None:
+    result, tk = run("VOTE", voting(), '{"vote_target": "Abstention.", "reasoning": "r"}')
+    assert (result.vote, result.abstain, result.invalid) == (None, True, "")
+    assert "vote_target: 'Abstention.' -> 'abstain'" in tk.calls[-1].normalised
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ['{"vote": "yellow", "reasoning": "r"}', '{"target": "skip"}', '{"reasoning": "r"}'],
+)
+def test_vote_under_a_wrong_key_is_a_failed_ballot_not_an_abstention(answer: str) -> None:
+    result, _ = run("VOTE", voting(), answer)
+    assert result.invalid and "'vote_target'" in result.invalid
+    assert result.vote is None and not result.abstain
+
+
+def test_vote_under_a_wrong_key_is_a_model_error_in_the_decision() -> None:
+    from harness_aria.agent import AriaAgent
+
+    agent = AriaAgent("red", AriaSpec(), FakeBackend("t", script=['{"vote": "yellow"}']), GEOMETRY)
+    decision = asyncio.run(agent.decide(voting()))
+    assert decision.module == "VOTE" and decision.vote is None and not decision.abstain
+    assert "no 'vote_target'" in decision.invalid and not decision.infrastructure
+    from controller.deciding import classify
+
+    assert classify(decision, "")[1] == "model"
 
 
 def test_vote_for_a_dead_or_unknown_player_is_invalid_not_skip() -> None:

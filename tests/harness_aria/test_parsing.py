@@ -168,14 +168,15 @@ def test_station_ids(raw: Any, expected: int | None) -> None:
         ("Skip.", True, False),
         ("SKIP", True, False),
         ("skip vote", True, False),
-        (None, False, True),
-        ("none", False, True),
-        ("None", False, True),
-        ("null", False, True),
+        (None, True, False),
+        ("none", True, False),
+        ("None", True, False),
+        ("null", True, False),
+        ("nobody", True, False),
+        ("no one", True, False),
         ("abstain", False, True),
         ("Abstain.", False, True),
-        ("nobody", False, True),
-        ("no one", False, True),
+        ("ABSTENTION", False, True),
         ("red", False, False),
     ],
 )
@@ -183,6 +184,32 @@ def test_skip_and_abstain_words_are_kept_apart(raw: Any, skip: bool, abstain: bo
     read = AnswerReader({"vote_target": raw})
     assert read.is_skip("vote_target") is skip
     assert read.is_abstain("vote_target") is abstain
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [None, "none", "None.", "NULL", "nobody", "Nobody!", "no one", "No one.", "No-one", "noone",
+     "no_one", "'nobody'", "skip", "Skip.", ""],
+)  # fmt: skip
+def test_every_way_of_naming_no_one_is_a_skip_ballot_and_noted(raw: Any) -> None:
+    # These were read as abstentions (no ballot), which turned meetings that ended
+    # "skipped" into "tie"; now they count toward the skip tally, and the reading is noted.
+    read = AnswerReader({"vote_target": raw})
+    assert read.is_skip("vote_target") is True
+    assert read.is_abstain("vote_target") is False
+    if raw == "skip":
+        assert read.normalised == []
+    else:
+        assert read.normalised == [f"vote_target: {raw!r} -> 'skip'"]
+
+
+def test_only_the_word_abstain_is_an_abstention_and_a_missing_key_is_neither() -> None:
+    read = AnswerReader({"vote_target": "Abstain."})
+    assert read.is_abstain("vote_target") and not read.is_skip("vote_target")
+    assert read.normalised == ["vote_target: 'Abstain.' -> 'abstain'"]
+    missing = AnswerReader({"vote": "yellow"})
+    assert not missing.is_skip("vote_target") and not missing.is_abstain("vote_target")
+    assert missing.normalised == []
 
 
 def test_name_lists_from_a_list_or_a_string() -> None:
