@@ -25,19 +25,24 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from annotation.claims import ACTIVITIES, CLAIM_TYPES, Claim, normalise_claim
+from annotation.claims import (
+    ACTIVITIES,
+    CLAIM_TYPES,
+    Claim,
+    normalise_claim,
+    normalise_phrase,
+)
 from annotation.trajectory import (
     NOT_ROOMS,
     MeetingRecord,
     Sample,
     Sighting,
     Trajectory,
-    dwell_ticks,
 )
 from controller.perception import Perception
 
@@ -92,44 +97,116 @@ class AuditedClaim(Claim):
 
 # --------------------------------------------------------------------- time windows
 
-_DEFAULT = {
-    "",
-    "this round",
-    "this time",
-    "today",
-    "now",
-    "just now",
-    "recently",
-    "before the meeting",
-    "this game round",
-    "in this round",
-    "during this round",
-    "since the last meeting",
+TEMPORAL_PHRASES: Mapping[str, tuple[str, ...]] = {
+    "default": (
+        "",
+        "this round",
+        "in this round",
+        "during this round",
+        "this game round",
+        "this time",
+        "today",
+        "now",
+        "just now",
+        "recently",
+        "before the meeting",
+        "since the last meeting",
+        "since the previous meeting",
+        "since the meeting",
+        "after the last meeting",
+    ),
+    "start": (
+        "at the start",
+        "at the very start",
+        "right at the start",
+        "at the start of the round",
+        "at first",
+        "first",
+        "early",
+        "early on",
+        "in the beginning",
+        "at the beginning",
+        "at the very beginning",
+        "at the beginning of the round",
+    ),
+    "end": (
+        "at the end",
+        "at the very end",
+        "at the end of the round",
+        "just before the meeting",
+        "right before the meeting",
+        "before the call",
+        "just before the call",
+        "right before the call",
+        "before the meeting was called",
+        "when the meeting was called",
+        "when I found the body",
+        "when the body was found",
+        "when I reported",
+        "when I reported the body",
+        "at the report",
+    ),
+    "whole": (
+        "the whole time",
+        "all the time",
+        "the entire time",
+        "the whole round",
+        "the entire round",
+        "the full round",
+        "all round",
+        "all round long",
+        "all along",
+        "always",
+    ),
+    "mostly": ("mostly", "most of the time", "most of the round", "for the most part"),
+    "before_body": (
+        "before the body was found",
+        "before the body was reported",
+        "before the report",
+        "before the body",
+        "before the kill was found",
+    ),
+    "earlier": (
+        "earlier",
+        "earlier in the game",
+        "before",
+        "previously",
+        "at some point",
+        "ever",
+        "last",
+        "last time",
+        "last time I saw",
+    ),
+    "previous_round": (
+        "last round",
+        "previous round",
+        "in the last round",
+        "during the last round",
+        "in the previous round",
+        "the round before",
+    ),
 }
-_START = {"at the start", "at first", "in the beginning", "at the beginning", "early", "first"}
-_END = {"at the end", "just before the meeting", "right before the meeting", "before the call"}
-_WHOLE = {
-    "the whole time",
-    "whole time",
-    "all the time",
-    "the entire time",
-    "the whole round",
-    "all round",
-    "the entire round",
-    "all along",
-    "always",
+"""Time phrases by rule (see `resolve_window`). A phrase is matched after
+`annotation.claims.normalise_phrase` (case, punctuation, articles and possessives,
+plurals): "The last round." = "last round", "since last meeting" = "since the last
+meeting". Steps and ticks are read by pattern (`STEP_PATTERNS`, `TICK_PATTERN`)."""
+
+_RULE_OF: dict[str, str] = {
+    normalise_phrase(phrase): rule
+    for rule, phrases in TEMPORAL_PHRASES.items()
+    for phrase in phrases
 }
-_MOSTLY = {"mostly", "most of the time", "most of the round"}
-_BEFORE_BODY = {
-    "before the body was found",
-    "before the report",
-    "before the body was reported",
-    "before the body",
-    "before the kill was found",
+
+_DURATIONS: dict[str, Duration] = {"whole": "whole", "mostly": "mostly"}
+
+_RANGE = r"(\d+)(?: (?:to |and |through )?(\d+))?"
+STEP_PATTERNS: Mapping[str, str] = {
+    "until_step": r"(?:until|up to|till|by) step (\d+)",
+    "steps": rf"(?:at |in |during |between |from )?step {_RANGE}",
 }
-_AT_REPORT = {"when i found the body", "when the body was found", "at the report"}
-_EARLIER = {"earlier", "earlier in the game", "last", "before", "last time i saw", "ever"}
-_PREVIOUS = {"last round", "the last round", "previous round", "the previous round"}
+"""Step phrases (on the normal form): "until step N"; "at step N", "steps N-M"."""
+TICK_PATTERN = rf"(?:at |around |about |near |by |between |from )?tick {_RANGE}"
+"""Tick phrases (on the normal form): "at tick N", "around tick N", "ticks N-M"."""
 
 
 def _free_span(
@@ -144,17 +221,21 @@ def _free_span(
 def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
     """The window a claim's temporal phrase points at, or why there is none.
 
-    Rules (phrases are matched after lower-casing and trimming punctuation):
-    none / "this round" (default): the free-roam steps since the previous meeting up to
-    the step that called this one, ticks up to the report or button press; "at the
-    start": the round's first step; "at the end": the calling step; "the whole time":
-    the default window, as a duration (`WHOLE_FRACTION`); "mostly": likewise
-    (`MOSTLY_FRACTION`); "before the body was found": the default window (a meeting
-    without a body makes the claim unverifiable); "when I found the body": the calling
-    step; "until step N": the round's first step to N; "at step N" / "steps N-M": those
-    steps; "at/around tick N", "ticks N-M": the steps holding those ticks (± one sample
-    interval); "earlier" (the scripted agents' "last saw"): every free-roam step of the
-    game before the meeting; "last round": the previous meeting's round.
+    A window is a run of free-roam steps, chosen by step and round (the record's own
+    boundaries), never by tick alone; ticks only narrow it. Phrases are matched on
+    their normal form (`normalise_phrase`: case, punctuation, articles, plurals) against
+    `TEMPORAL_PHRASES`, then `STEP_PATTERNS` and `TICK_PATTERN`. Rules: none / "this
+    round" (default): the free-roam steps since the previous meeting up to the step
+    that called this one, ticks up to the report or button press; "at the start": the
+    round's first step; "at the end": the calling step; "the whole time": the default
+    window, as a duration (`WHOLE_FRACTION`); "mostly": likewise (`MOSTLY_FRACTION`);
+    "before the body was found": the default window (a meeting without a body makes
+    the claim unverifiable); "when I found the body": the calling step; "until step N":
+    the round's first step to N; "at step N" / "steps N-M": those steps, as named;
+    "at/around tick N", "ticks N-M": the steps holding those ticks (± one sample
+    interval) within one round (the claim's own when it holds them, else the latest
+    earlier one); "earlier" (the scripted agents' "last saw"): every free-roam step of
+    the game before the meeting; "last round": the previous meeting's round.
 
     Args:
         claim: The claim.
@@ -166,8 +247,7 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
     m = traj.meeting(claim.meeting)
     if m is None:
         return f"meeting {claim.meeting} is not in the log"
-    phrase = re.sub(r"[\s.,!?;:]+$", "", (claim.temporal or "").strip().lower())
-    phrase = re.sub(r"\s+", " ", phrase)
+    phrase = normalise_phrase(claim.temporal or "")
     default = _free_span(traj, m.round_first_step, m.step)
     if default is None:
         return f"meeting {m.index} has no free-roam steps before it"
@@ -191,25 +271,22 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
             duration=duration,
         )
 
-    if phrase in _DEFAULT:
-        return Window(
-            first_step=d_first, last_step=d_last, first_tick=d_t0, last_tick=d_t1, rule="default"
-        )
-    if phrase in _WHOLE or phrase in _MOSTLY:
-        dur: Duration = "whole" if phrase in _WHOLE else "mostly"
+    rule = _RULE_OF.get(phrase)
+    if rule in ("default", "whole", "mostly"):
+        dur = _DURATIONS.get(rule or "")
         return Window(
             first_step=d_first,
             last_step=d_last,
             first_tick=d_t0,
             last_tick=d_t1,
-            rule=dur,
+            rule=rule,
             duration=dur,
         )
-    if phrase in _START:
+    if rule == "start":
         return win(d_first, d_first, "start")
-    if phrase in _END or phrase in _AT_REPORT:
+    if rule == "end":
         return win(d_last, d_last, "end")
-    if phrase in _BEFORE_BODY:
+    if rule == "before_body":
         if m.victim is None:
             return f"no body was found before meeting {m.index} (an emergency meeting)"
         return Window(
@@ -219,31 +296,46 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
             last_tick=d_t1,
             rule="before_body",
         )
-    if phrase in _EARLIER:
+    if rule == "earlier":
         return win(1, m.step, "earlier")
-    if phrase in _PREVIOUS:
+    if rule == "previous_round":
         prev = traj.meeting(m.index - 1)
         if prev is None:
             return f"meeting {m.index} has no previous round"
         return win(prev.round_first_step, prev.step, "previous_round")
-    if mt := re.fullmatch(r"(?:until|up to|till) step (\d+)", phrase):
+    if mt := re.fullmatch(STEP_PATTERNS["until_step"], phrase):
         return win(d_first, int(mt.group(1)), "until_step")
-    if mt := re.fullmatch(r"(?:at |in |during )?steps? (\d+)(?:\s*(?:-|to|and)\s*(\d+))?", phrase):
+    if mt := re.fullmatch(STEP_PATTERNS["steps"], phrase):
         a = int(mt.group(1))
         b = int(mt.group(2) or a)
         return win(min(a, b), max(a, b), "steps")
-    tick_pat = r"(?:at |around |about |near )?ticks? (\d+)(?:\s*(?:-|to|–)\s*(\d+))?"
-    if mt := re.fullmatch(tick_pat, phrase):
+    if mt := re.fullmatch(TICK_PATTERN, phrase):
         a = int(mt.group(1))
         b = int(mt.group(2) or a)
-        lo, hi = min(a, b) - traj.sample_interval, max(a, b) + traj.sample_interval
-        steps = [
-            s.step
-            for s in traj.steps.values()
-            if s.phase == "free_roam" and s.end_tick >= lo and s.start_tick <= hi
-        ]
+        a, b = min(a, b), max(a, b)
+        lo, hi = a - traj.sample_interval, b + traj.sample_interval
+
+        def holding(t0: int, t1: int) -> list[int]:
+            return [
+                s.step
+                for s in traj.steps.values()
+                if s.phase == "free_roam"
+                and s.step <= m.step
+                and s.end_tick >= t0
+                and s.start_tick <= t1
+            ]
+
+        steps = holding(lo, hi)
         if not steps:
-            return f"no free-roam step holds tick {a}"
+            return f"no free-roam step before meeting {m.index} holds tick {a}"
+        # One round only, the one holding the named ticks themselves (the slop of one
+        # sample interval must not reach across a meeting). Where the clock stood still
+        # through a meeting a tick is both the previous round's call and this round's
+        # start: the claim's own round wins, else the latest earlier one.
+        rounds = {traj.round_of(n) for n in holding(a, b)} or {traj.round_of(n) for n in steps}
+        own = traj.round_of(m.step)
+        pick = own if own in rounds else max(r for r in rounds if r is not None)
+        steps = [n for n in steps if traj.round_of(n) == pick]
         w = win(min(steps), max(steps), "ticks")
         if isinstance(w, str):
             return w
@@ -270,6 +362,7 @@ def _evidence_base(w: Window, samples: Sequence[Sample]) -> dict[str, Any]:
         "ticks": [w.first_tick, w.last_tick],
         "rule": w.rule,
         "samples": len(samples),
+        "sample_steps": sorted({s.step for s in samples}),
         "source": sorted({s.source for s in samples}),
     }
 
@@ -284,8 +377,7 @@ def _rooms(samples: Sequence[Sample]) -> list[str]:
     return out
 
 
-def _fraction(samples: Sequence[Sample], room: str, w: Window) -> float:
-    dwell = dwell_ticks(samples, w.last_tick)
+def _fraction(dwell: dict[str, int], room: str) -> float:
     total = sum(dwell.values())
     return dwell.get(room, 0) / total if total else 0.0
 
@@ -356,6 +448,12 @@ class _Auditor:
             upd.update(self._defense(claim, w))
         return row.model_copy(update=upd)
 
+    def _samples(self, agent: str, w: Window) -> list[Sample]:
+        return self.traj.samples_in(agent, w.first_step, w.last_step, w.first_tick, w.last_tick)
+
+    def _dwell(self, agent: str, w: Window) -> dict[str, int]:
+        return self.traj.dwell_in(agent, w.first_step, w.last_step, w.first_tick, w.last_tick)
+
     def _dead(self, agent: str, w: Window, what: str) -> dict[str, Any] | None:
         gone = _gone_before(self.traj, agent, w.first_tick)
         if gone is None:
@@ -373,13 +471,14 @@ class _Auditor:
         dead = self._dead(claim.subject, w, "the subject")
         if dead:
             return dead
-        samples = t.samples_between(claim.subject, w.first_tick, w.last_tick)
+        samples = self._samples(claim.subject, w)
         if not samples:
             return {"verdict": "unverifiable", "reason": "no position of the subject in the window"}
         ev = _evidence_base(w, samples)
         rooms = _rooms(samples)
+        dwell = self._dwell(claim.subject, w)
         ev["rooms"] = rooms
-        ev["room_ticks"] = dwell_ticks(samples, w.last_tick)
+        ev["room_ticks"] = dwell
         absent = "unverifiable" if not t.has_trace else "false"
         absent_reason = (
             "not among the logged positions; without a trace a room passed between "
@@ -406,7 +505,7 @@ class _Auditor:
             }
         room = claim.room or ""
         present = room in {s.room for s in samples}
-        frac = _fraction(samples, room, w)
+        frac = _fraction(dwell, room)
         ev["fraction"] = round(frac, 3)
         if not present:
             return {
@@ -437,23 +536,23 @@ class _Auditor:
             and w.first_step <= s.step <= w.last_step
         ]
 
-    def _recomputed(self, viewer: str, target: str, w: Window) -> list[tuple[int, str]]:
-        """Trace ticks at which the target stood in the viewer's field of view."""
-        t = self.traj
-        if not t.has_trace or self.perception is None:
+    def _recomputed(self, viewer: str, target: str, w: Window) -> list[tuple[int, int, str]]:
+        """(step, tick, room) of the trace samples at which the target stood in the
+        viewer's field of view."""
+        if not self.traj.has_trace or self.perception is None:
             return []
         vs = {
-            s.tick: s
-            for s in t.samples_between(viewer, w.first_tick, w.last_tick)
+            (s.step, s.tick): s
+            for s in self._samples(viewer, w)
             if s.source == "trace" and s.yaw is not None
         }
         out = []
-        for s in t.samples_between(target, w.first_tick, w.last_tick):
-            v = vs.get(s.tick)
+        for s in self._samples(target, w):
+            v = vs.get((s.step, s.tick))
             if s.source != "trace" or v is None or v.yaw is None:
                 continue
             if self.perception.sees(v.pos, v.yaw, s.pos):
-                out.append((s.tick, s.room))
+                out.append((s.step, s.tick, s.room))
         return out
 
     def _sighting(self, claim: Claim, w: Window) -> dict[str, Any]:
@@ -492,7 +591,10 @@ class _Auditor:
         if not fov:
             again = self._recomputed(claim.subject, target, w)
             if again:
-                rows = [{"tick": k, "target_room": r, "recomputed": True} for k, r in again]
+                rows = [
+                    {"tick": k, "step": n, "target_room": r, "recomputed": True}
+                    for n, k, r in again
+                ]
                 ev["sightings"] = rows
             elif seen:
                 return {
@@ -534,41 +636,29 @@ class _Auditor:
         t = self.traj
         act = claim.activity or ""
         who = claim.subject
-        base = {
+        base: dict[str, Any] = {
             "steps": [w.first_step, w.last_step],
             "ticks": [w.first_tick, w.last_tick],
             "rule": w.rule,
         }
-        if act in ("wait", "travel"):
-            dur = w.duration or ("mostly" if act == "wait" else None)
-            if act == "wait":
-                if claim.room is None:
-                    samples = t.samples_between(who, w.first_tick, w.last_tick)
-                    if not samples:
-                        return {"verdict": "unverifiable", "reason": "no position in the window"}
-                    dwell = dwell_ticks(samples, w.last_tick)
-                    room = max(dwell, key=lambda r: dwell[r]) if dwell else samples[0].room
-                    claim = claim.model_copy(update={"room": room})
-                w2 = w.model_copy(update={"duration": dur})
-                return self._location(claim, w2)
-            samples = t.samples_between(who, w.first_tick, w.last_tick)
-            rooms = _rooms(samples)
-            if claim.room is not None:
-                return self._location(claim, w)
-            moved = len({s.pos for s in samples}) > 1
-            return {
-                "verdict": "true" if moved else "false",
-                "evidence": {**base, "rooms": rooms},
-                "reason": "moved in the window" if moved else "never moved in the window",
-            }
         dead = self._dead(who, w, "the subject")
         if dead:
             return dead
+        if act in ("wait", "travel"):
+            return self._presence(claim, w, base)
+
+        def in_window(step: int, tick: int) -> bool:
+            return w.first_step <= step <= w.last_step and w.first_tick <= tick <= w.last_tick
+
         if act == "task":
+            # An attempt counts if its steps meet the window's (attempts never outlive
+            # a round: a meeting interrupts them) and its ticks meet the window's ticks.
             atts = [
                 a
                 for a in t.attempts
                 if a.agent == who
+                and a.start_step <= w.last_step
+                and (a.end_step if a.end_step is not None else w.last_step) >= w.first_step
                 and a.start_tick <= w.last_tick
                 and (a.end_tick if a.end_tick is not None else t.end_tick) >= w.first_tick
             ]
@@ -580,6 +670,8 @@ class _Auditor:
                     "fake": a.fake,
                     "start_tick": a.start_tick,
                     "end_tick": a.end_tick,
+                    "start_step": a.start_step,
+                    "end_step": a.end_step,
                 }
                 for a in atts
             ]
@@ -603,30 +695,78 @@ class _Auditor:
                 "reason": f"tasks in {', '.join(sorted({a.room for a in atts}))}, not {claim.room}",
             }
         if act == "report":
-            found = [
-                r
-                for r in t.reports
-                if r.reporter == who and w.first_tick <= r.tick <= max(w.last_tick, w.first_tick)
+            found = [r for r in t.reports if r.reporter == who and in_window(r.step, r.tick)]
+            base["reports"] = [
+                {"victim": r.victim, "room": r.room, "tick": r.tick, "step": r.step} for r in found
             ]
-            base["reports"] = [{"victim": r.victim, "room": r.room, "tick": r.tick} for r in found]
             if claim.target is not None:
                 found = [r for r in found if r.victim == claim.target]
             return self._event_rooms(found, claim, base, f"{who} reported no body")
         if act == "call_meeting":
-            calls = [
-                (s, k, c)
-                for (s, k, c) in t.emergencies
-                if c == who and w.first_tick <= k <= w.last_tick
-            ]
-            base["emergencies"] = [k for _, k, _ in calls]
+            calls = [(n, k, c) for (n, k, c) in t.emergencies if c == who and in_window(n, k)]
+            base["emergencies"] = [{"tick": k, "step": n} for n, k, _ in calls]
             if calls:
                 return {"verdict": "true", "evidence": base, "reason": "pressed the button"}
             return {"verdict": "false", "evidence": base, "reason": f"{who} called no meeting"}
-        kills = [k for k in t.kills if k.killer == who and w.first_tick <= k.tick <= w.last_tick]
-        base["kills"] = [{"victim": k.victim, "room": k.room, "tick": k.tick} for k in kills]
+        kills = [k for k in t.kills if k.killer == who and in_window(k.step, k.tick)]
+        base["kills"] = [
+            {"victim": k.victim, "room": k.room, "tick": k.tick, "step": k.step} for k in kills
+        ]
         if claim.target is not None:
             kills = [k for k in kills if k.victim == claim.target]
         return self._event_rooms(kills, claim, base, f"{who} killed no one in the window")
+
+    def _presence(self, claim: Claim, w: Window, base: dict[str, Any]) -> dict[str, Any]:
+        """`wait` and `travel`: checked on where the subject was, like a location.
+
+        Done in another room than the one claimed, they are `wrong_room`: a `travel`
+        claim when the subject moved in the window but never entered the room; a `wait`
+        claim when it never entered the room but spent at least `MOSTLY_FRACTION` of
+        the window in one other place.
+        """
+        act = claim.activity
+        who = claim.subject
+        samples = self._samples(who, w)
+        if not samples:
+            return {
+                "verdict": "unverifiable",
+                "evidence": base,
+                "reason": "no position of the subject in the window",
+            }
+        moved = len({s.pos for s in samples}) > 1
+        dwell = self._dwell(who, w)
+        if act == "travel" and claim.room is None:
+            return {
+                "verdict": "true" if moved else "false",
+                "evidence": {**_evidence_base(w, samples), "rooms": _rooms(samples)},
+                "reason": "moved in the window" if moved else "never moved in the window",
+            }
+        if act == "wait" and claim.room is None:
+            room = max(dwell, key=lambda r: dwell[r]) if dwell else samples[0].room
+            claim = claim.model_copy(update={"room": room})
+        dur = w.duration or ("mostly" if act == "wait" else None)
+        res = self._location(claim, w.model_copy(update={"duration": dur}))
+        if res.get("verdict") != "false" or claim.route or claim.room is None:
+            return res
+        ev = res.get("evidence", {})
+        if act == "travel" and moved:
+            went = ", ".join(_rooms(samples)) or "corridors only"
+            return {
+                "verdict": "wrong_room",
+                "evidence": ev,
+                "reason": f"moved in the window ({went}) but never entered {claim.room}",
+            }
+        if act == "wait" and dwell:
+            where = max(dwell, key=lambda r: dwell[r])
+            share = _fraction(dwell, where)
+            if where != claim.room and share >= MOSTLY_FRACTION:
+                return {
+                    "verdict": "wrong_room",
+                    "evidence": ev,
+                    "reason": f"stayed in {where} ({share:.0%} of the window), "
+                    f"never in {claim.room}",
+                }
+        return res
 
     @staticmethod
     def _event_rooms(
@@ -685,7 +825,12 @@ class _Auditor:
         )
 
     def grounds(self, accuser: str, target: str, m: MeetingRecord) -> list[dict[str, Any]]:
-        """What the accuser could have observed against the target before meeting `m`."""
+        """What the accuser could have observed against the target before meeting `m`.
+
+        A kill's round is the round of the step it was logged in; only sight logged in
+        a step of that round counts for it (never sight that merely shares a tick with
+        it across a meeting).
+        """
         t = self.traj
         out: list[dict[str, Any]] = []
         # Sight at a round's start (everyone on the meeting seats) is no evidence.
@@ -696,18 +841,18 @@ class _Auditor:
             and s.target == target
             and not s.body
             and not s.round_start
+            and s.step <= m.step
             and s.tick <= m.tick
         ]
         for s in seen_fov:
             if s.cause == "kill" and s.subject == target and (s.fov or s.near):
-                out.append({"kind": "saw_at_kill", "tick": s.tick})
-        rounds = [(mm.round_start_tick, mm.tick) for mm in t.meetings]
+                out.append({"kind": "saw_at_kill", "tick": s.tick, "step": s.step})
         for k in t.kills:
-            if k.tick > m.tick:
+            if k.step > m.step or k.tick > m.tick:
                 continue
-            r0, r1 = next(((a, b) for a, b in rounds if a <= k.tick <= b), (k.tick, m.tick))
+            kill_round = t.round_of(k.step)
             with_victim = {
-                s.tick
+                (s.step, s.tick)
                 for s in t.sightings
                 if s.viewer == accuser
                 and s.target == k.victim
@@ -716,10 +861,17 @@ class _Auditor:
                 and not s.round_start
             }
             for s in seen_fov:
-                if not s.fov or not (r0 <= s.tick <= r1):
+                if not s.fov or kill_round is None or t.round_of(s.step) != kill_round:
                     continue
-                if s.tick <= k.tick and s.tick in with_victim:
-                    out.append({"kind": "saw_with_victim", "tick": s.tick, "victim": k.victim})
+                if s.tick <= k.tick and (s.step, s.tick) in with_victim:
+                    out.append(
+                        {
+                            "kind": "saw_with_victim",
+                            "tick": s.tick,
+                            "step": s.step,
+                            "victim": k.victim,
+                        }
+                    )
                     continue
                 pos = t.pos_at(target, s.tick, s.step)
                 room = t.room_at(target, s.tick, s.step)
@@ -728,12 +880,14 @@ class _Auditor:
                     and math.dist((pos[0], pos[2]), (k.pos[0], k.pos[2])) <= NEAR_BODY_BLOCKS
                 )
                 if s.tick >= k.tick and close:
-                    out.append({"kind": "saw_near_body", "tick": s.tick, "victim": k.victim})
+                    near = {"kind": "saw_near_body", "tick": s.tick, "step": s.step}
+                    out.append({**near, "victim": k.victim})
                 elif close or room == k.room:
                     out.append(
                         {
                             "kind": "saw_at_kill_site",
                             "tick": s.tick,
+                            "step": s.step,
                             "victim": k.victim,
                             "room": room,
                         }

@@ -155,50 +155,142 @@ ROOM_ALIASES: Mapping[str, str] = {
 ACTIVITIES: Mapping[str, tuple[str, ...]] = {
     "task": (
         "task",
-        "tasks",
         "do_task",
         "doing_task",
-        "doing_tasks",
-        "doing_my_task",
-        "doing_my_tasks",
+        "did_task",
+        "complete_task",
+        "completing_task",
+        "completed_task",
+        "finish_task",
+        "finishing_task",
+        "finished_task",
+        "working_on_task",
         "mission",
-        "missions",
         "working",
         "fixing",
-        "completing_tasks",
-        "completed_task",
-        "finished_task",
     ),
-    "report": ("report", "reported", "reporting", "found_body", "found_the_body", "body"),
+    "report": (
+        "report",
+        "reported",
+        "reporting",
+        "report_body",
+        "reported_body",
+        "reporting_body",
+        "find_body",
+        "found_body",
+        "finding_body",
+        "discovered_body",
+        "dead_body",
+        "body",
+    ),
     "call_meeting": (
         "call_meeting",
         "called_meeting",
-        "emergency",
+        "calling_meeting",
+        "call_emergency_meeting",
+        "called_emergency_meeting",
+        "calling_emergency_meeting",
+        "meeting_called",
         "emergency_meeting",
+        "emergency",
+        "press_button",
         "pressed_button",
+        "pressing_button",
+        "press_emergency_button",
+        "pressed_emergency_button",
+        "pressing_emergency_button",
+        "hit_button",
+        "emergency_button",
         "button",
     ),
-    "wait": ("wait", "waiting", "waited", "stay", "stayed", "staying", "idle", "standing"),
+    "wait": (
+        "wait",
+        "waiting",
+        "waited",
+        "stay",
+        "stayed",
+        "staying",
+        "stand",
+        "standing",
+        "stood",
+        "idle",
+        "idling",
+    ),
     "travel": (
         "travel",
         "traveling",
         "travelling",
+        "traveled",
+        "travelled",
         "move",
         "moving",
         "moved",
+        "walk",
         "walking",
         "walked",
+        "run",
+        "running",
+        "ran",
+        "roaming",
+        "wandering",
+        "wandered",
         "passing",
+        "pass_through",
         "passing_through",
         "passed_through",
+        "going_through",
+        "went_through",
     ),
-    "kill": ("kill", "killed", "killing", "murder"),
+    "kill": ("kill", "killed", "killing", "murder", "murdered", "murdering", "stabbed"),
 }
-"""Activity vocabulary: canonical name -> synonyms (lower-case, words joined by `_`)."""
+"""Activity vocabulary: canonical name -> synonyms, in normal form (`phrase_words`
+joined by `_`: lower case, no articles or possessives, nouns singular), so "Doing my
+tasks", "doing tasks" and "doing a task" all match `doing_task`."""
 
-_ACTIVITY_OF: dict[str, str] = {syn: name for name, syns in ACTIVITIES.items() for syn in syns}
-for _name in ACTIVITIES:
-    _ACTIVITY_OF[_name] = _name
+PHRASE_FILLERS = frozenset({"a", "an", "the", "my", "our", "his", "her", "their", "its"})
+"""Articles and possessives dropped before a phrase is matched ("the last round" =
+"last round", "doing my tasks" = "doing tasks")."""
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def phrase_words(text: str) -> list[str]:
+    """A spoken phrase as the words it is matched by.
+
+    Lower case; punctuation, hyphens and underscores separate words; digit groups
+    ("1,050") are joined; articles and possessives (`PHRASE_FILLERS`) are dropped;
+    plurals are made singular by spelling ("tasks" -> "task", "bodies" -> "body",
+    "presses" -> "press"). The same rule is applied to the vocabulary, so it only has
+    to be consistent, not grammatical.
+
+    Args:
+        text: The phrase as said.
+
+    Returns:
+        Its words in order.
+    """
+    low = re.sub(r"(\d),(\d{3})\b", r"\1\2", text.lower())
+    words = re.findall(r"[a-z]+|\d+", low)
+    return [_singular(w) for w in words if w not in PHRASE_FILLERS]
+
+
+def normalise_phrase(text: str) -> str:
+    """`phrase_words` joined by single spaces (how time phrases are matched)."""
+    return " ".join(phrase_words(text))
+
+
+_ACTIVITY_OF: dict[str, str] = {}
+for _name, _syns in ACTIVITIES.items():
+    for _syn in (_name, *_syns):
+        _ACTIVITY_OF["_".join(phrase_words(_syn))] = _name
 
 
 def _slug(text: str) -> str:
@@ -243,13 +335,18 @@ def normalise_player(name: str, agents: Iterable[str]) -> str | None:
 
 
 def normalise_activity(name: str) -> str | None:
-    """An activity phrase as a canonical name of `ACTIVITIES`, or None."""
-    s = _slug(name)
-    if s in _ACTIVITY_OF:
-        return _ACTIVITY_OF[s]
-    for word in s.split("_"):
-        if word in _ACTIVITY_OF:
-            return _ACTIVITY_OF[word]
+    """An activity phrase as a canonical name of `ACTIVITIES`, or None.
+
+    The phrase is put in normal form (`phrase_words`) and looked up whole; failing
+    that, its longest run of words that is a synonym, leftmost first ("called a meeting
+    after finding the body" -> `call_meeting`). None when no run matches.
+    """
+    words = phrase_words(name)
+    for n in range(len(words), 0, -1):
+        for i in range(len(words) - n + 1):
+            hit = _ACTIVITY_OF.get("_".join(words[i : i + n]))
+            if hit is not None:
+                return hit
     return None
 
 

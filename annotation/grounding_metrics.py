@@ -298,10 +298,12 @@ def game_metrics(
         )
         disp = 0
         for k in kills:
-            nxt = min((m.tick for m in traj.meetings if m.tick >= k.tick), default=traj.end_tick)
+            # The kill's round, from its step to the round's last step (the call).
+            round_no = traj.round_of(k.step)
+            last = max(traj.round_steps(round_no), default=k.step) if round_no else k.step
             rooms_after = {
                 s.room
-                for s in traj.samples_between(k.killer, k.tick, nxt)
+                for s in traj.samples_in(k.killer, k.step, last, first_tick=k.tick)
                 if s.room not in NOT_ROOMS and s.room != k.room
             }
             disp += len(rooms_after)

@@ -5,6 +5,12 @@
 `trace` samples (standing at the room's centre), and sight is given explicitly as the
 `visibility` lists (nothing is inferred from rooms). `v1=True` leaves out `trace`,
 visibility causes and task starts, as logs written before schema v2 do.
+
+Meetings are laid out as the game logs them: the meeting seats after the call, a
+`step_end` snapshot (everyone on the seats) after each talk turn, and the vote's end.
+Each talk turn spends `talk_ticks` (0 by default: the clock stands still through the
+meeting, as it did before talk turns cost time, so the previous round's call, the seats
+and the next round's start all share one tick).
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ class GameBuilder:
         interval: Trace sample spacing.
         v1: Write a log shaped like schema v1 (no trace, no causes, no task starts).
         specs: Per-seat agent spec (defaults to scripted).
+        talk_ticks: Game ticks each talk turn spends.
     """
 
     def __init__(
@@ -66,6 +73,7 @@ class GameBuilder:
         v1: bool = False,
         specs: Mapping[str, Mapping[str, Any]] | None = None,
         game_id: str = "g1",
+        talk_ticks: int = 0,
     ) -> None:
         self.geo = _skeld()
         self.agents = list(agents)
@@ -74,6 +82,7 @@ class GameBuilder:
         self.interval = interval
         self.v1 = v1
         self.game_id = game_id
+        self.talk_ticks = talk_ticks
         self.tick = 0
         self.step = 0
         self.events: list[EventBase] = []
@@ -331,6 +340,8 @@ class GameBuilder:
                     utterance=count[speaker],
                 )
             )
+            self.tick += self.talk_ticks
+            self._snapshot("step_end")
 
     def vote(self, ballots: Mapping[str, str | None], ejected: str | None = None) -> None:
         """The vote step: voter -> target (`skip`, or None for a failed ballot)."""

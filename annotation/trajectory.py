@@ -13,6 +13,14 @@ Sight comes from the `visibility` events only (`sees`: the camera's field of vie
 a meeting's teleport (`cause` `meeting_seats`, or in a log that predates the cause field,
 any snapshot that follows `meeting_start` in the same step) is kept apart: everyone sits
 in the cafeteria then, which says nothing about free roam.
+
+Every sample, sighting and rule event keeps the step it was logged in (a round's first
+positions and sight, written at set-up or at the end of a vote, belong to the round's
+first free-roam step), and a round is the run of free-roam steps a meeting closes.
+Windows are chosen by step and round (`Trajectory.samples_in`, `round_of`), never by
+tick alone: ticks are shared across a round boundary whenever the clock did not move
+during a meeting, so a tick range would also hold the previous round's position at
+the call and the meeting seats.
 """
 
 from __future__ import annotations
@@ -250,7 +258,12 @@ class Trajectory:
     status: str = "ok"
     end_tick: int = 0
     flags: list[str] = field(default_factory=list)
+    step_round: dict[int, int] = field(default_factory=dict)
+    """Free-roam step -> its round (1-based: round k ends with meeting k's calling step;
+    the steps after the last meeting are round `len(meetings) + 1`)."""
     _roam_cache: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
+    _step_cache: dict[tuple[str, int], list[Sample]] = field(default_factory=dict, repr=False)
+    _by_step: dict[str, dict[int, list[Sample]]] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ queries
     def model_of(self, agent: str) -> str:
@@ -279,20 +292,98 @@ class Trajectory:
             if first <= n <= last and s.phase == "free_roam"
         ]
 
-    def samples_between(self, agent: str, first_tick: int, last_tick: int) -> list[Sample]:
-        """The agent's free-roam samples with `first_tick <= tick <= last_tick`, alive only."""
-        out = []
-        gone = self.gone_tick(agent)
-        free = {n for n, s in self.steps.items() if s.phase == "free_roam"}
-        starts = {s.start_tick for s in self.steps.values() if s.phase == "free_roam"}
-        for s in self.samples.get(agent, []):
-            if s.tick < first_tick or s.tick > last_tick:
+    def round_of(self, step: int) -> int | None:
+        """The round a free-roam step belongs to, None for any other step."""
+        return self.step_round.get(step)
+
+    def round_steps(self, round_no: int) -> list[int]:
+        """The free-roam steps of a round, in order."""
+        return sorted(n for n, r in self.step_round.items() if r == round_no)
+
+    def step_samples(self, agent: str, step: int) -> list[Sample]:
+        """The agent's samples of one free-roam step, alive only, in tick order.
+
+        The step's own samples (a round's first step also holds the round's first
+        positions: the set-up or vote-end snapshot). A step whose own samples start
+        after its first tick (a log without `trace`) also gets the previous step's last
+        pose where it began, when that step is of the same round; never one from
+        another round.
+        """
+        key = (agent, step)
+        cached = self._step_cache.get(key)
+        if cached is not None:
+            return cached
+        info = self.steps.get(step)
+        out: list[Sample] = []
+        if info is not None and info.phase == "free_roam":
+            if agent not in self._by_step:
+                index: dict[int, list[Sample]] = {}
+                for s in self.samples.get(agent, []):
+                    index.setdefault(s.step, []).append(s)
+                self._by_step[agent] = index
+            gone = self.gone_tick(agent)
+            out = [s for s in self._by_step[agent].get(step, []) if gone is None or s.tick <= gone]
+            rnd = self.round_of(step)
+            prev = self.steps.get(step - 1)
+            if (
+                (not out or out[0].tick > info.start_tick)
+                and prev is not None
+                and rnd is not None
+                and self.round_of(prev.step) == rnd
+            ):
+                prior = self.step_samples(agent, prev.step)
+                before = [s for s in prior if s.tick <= info.start_tick]
+                if before:
+                    out = [before[-1], *out]
+        self._step_cache[key] = out
+        return out
+
+    def samples_in(
+        self,
+        agent: str,
+        first_step: int,
+        last_step: int,
+        first_tick: int | None = None,
+        last_tick: int | None = None,
+    ) -> list[Sample]:
+        """The agent's free-roam samples of the steps `first_step..last_step`, alive only.
+
+        Samples are chosen by the step they were logged in (`step_samples`); the ticks,
+        when given, only narrow that choice further (a tick phrase, the calling step's
+        end), they never add a sample of another step.
+        """
+        out: list[Sample] = []
+        for n in range(first_step, last_step + 1):
+            for s in self.step_samples(agent, n):
+                if first_tick is not None and s.tick < first_tick:
+                    continue
+                if last_tick is not None and s.tick > last_tick:
+                    continue
+                out.append(s)
+        return out
+
+    def dwell_in(
+        self,
+        agent: str,
+        first_step: int,
+        last_step: int,
+        first_tick: int | None = None,
+        last_tick: int | None = None,
+    ) -> dict[str, int]:
+        """Ticks per room over the steps `first_step..last_step` (as `samples_in`).
+
+        Each step is counted on its own: its last sample holds until the step's end (or
+        `last_tick`), never across a meeting into the next round.
+        """
+        out: dict[str, int] = {}
+        for n in range(first_step, last_step + 1):
+            info = self.steps.get(n)
+            if info is None or info.phase != "free_roam":
                 continue
-            if s.step not in free and not (s.source == "positions" and s.tick in starts):
-                continue
-            if gone is not None and s.tick > gone:
-                continue
-            out.append(s)
+            own = self.samples_in(agent, n, n, first_tick, last_tick)
+            end = info.end_tick if last_tick is None else min(info.end_tick, last_tick)
+            for room, ticks in dwell_ticks(own, end).items():
+                out[room] = out.get(room, 0) + ticks
         return out
 
     def _roam_samples(self, agent: str) -> list[Sample]:
@@ -307,22 +398,33 @@ class Trajectory:
         return cache[agent]
 
     def _sample_at(self, agent: str, tick: int, step: int | None) -> Sample | None:
+        if step is not None and self.round_of(step) is not None:
+            # The step's own samples, then the earlier steps of the same round only.
+            rnd = self.round_of(step)
+            for n in range(step, 0, -1):
+                if self.round_of(n) != rnd:
+                    break
+                own = [s for s in self.step_samples(agent, n) if n != step or s.tick <= tick]
+                if own:
+                    return own[-1]
+            return None
         samples = self._roam_samples(agent)
-        if step is not None:
-            own = [s for s in samples if s.step == step and s.tick <= tick]
-            if own:
-                return own[-1]
         i = bisect.bisect_right([s.tick for s in samples], tick) - 1
         return samples[i] if i >= 0 else None
 
     def room_at(self, agent: str, tick: int, step: int | None = None) -> str | None:
-        """The room of the agent's last free-roam sample at or before `tick` (of `step`
-        when given: a round's start and the previous round's end share a tick)."""
+        """The room of the agent's last free-roam sample at or before `tick`.
+
+        With `step` (a free-roam step) only that step and the earlier steps of its round
+        are looked at: a round's start and the previous round's end can share a tick.
+        Without it, the last sample by tick (a point query, never a claim's window).
+        """
         s = self._sample_at(agent, tick, step)
         return s.room if s else None
 
     def pos_at(self, agent: str, tick: int, step: int | None = None) -> Vec3 | None:
-        """The position of the agent's last free-roam sample at or before `tick`."""
+        """The position of the agent's last free-roam sample at or before `tick` (as
+        `room_at`)."""
         s = self._sample_at(agent, tick, step)
         return s.pos if s else None
 
@@ -644,6 +746,13 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
         traj.steps[n] = StepInfo(n, phase_of.get(n, "free_roam"), begin, end)
     if not traj.end_tick:
         traj.end_tick = max((s.end_tick for s in traj.steps.values()), default=0)
+    calls = {m.step for m in traj.meetings}
+    round_no = 1
+    for n, info in sorted(traj.steps.items()):
+        if info.phase == "free_roam":
+            traj.step_round[n] = round_no
+            if n in calls:
+                round_no += 1
     _fill_player_steps(traj, end_snapshot)
     return traj
 
@@ -661,9 +770,9 @@ def _fill_player_steps(
             alive = alive and traj.alive_at(agent, info.end_tick)
             ps = PlayerStep(step=n, phase=info.phase, room=room, pos=pos, alive=alive)
             if info.phase == "free_roam":
-                window = _step_samples(traj, agent, info)
+                window = traj.step_samples(agent, n)
                 ps.rooms = _dedupe(s.room for s in window)
-                ps.room_ticks = dwell_ticks(window, info.end_tick)
+                ps.room_ticks = traj.dwell_in(agent, n, n)
             per[n] = ps
         traj.players[agent] = per
     for att in traj.attempts:
@@ -695,20 +804,6 @@ def _fill_player_steps(
                 seer.sees.append(s.target)
             if s.near and s.target not in seer.near:
                 seer.near.append(s.target)
-
-
-def _step_samples(traj: Trajectory, agent: str, info: StepInfo) -> list[Sample]:
-    out = []
-    gone = traj.gone_tick(agent)
-    for s in traj.samples.get(agent, []):
-        if s.tick < info.start_tick or s.tick > info.end_tick:
-            continue
-        if s.step != info.step and s.tick != info.start_tick:
-            continue
-        if gone is not None and s.tick > gone:
-            continue
-        out.append(s)
-    return out
 
 
 def dwell_ticks(samples: Sequence[Sample], end_tick: int) -> dict[str, int]:

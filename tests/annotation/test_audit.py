@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from annotation.audit import audit_claims, resolve_window
-from annotation.claims import Claim
+from annotation.audit import TEMPORAL_PHRASES, audit_claims, resolve_window
+from annotation.claims import Claim, normalise_phrase
 from annotation.grounding_testing import GameBuilder
 from annotation.trajectory import Trajectory, build_trajectory
 
@@ -336,3 +337,57 @@ def test_defenses_rest_on_the_defenders_own_sight() -> None:
         t, [claim(type="defense", target="pink", speaker="orange", subject="orange")]
     )
     assert (row.verdict, row.hit) == ("true", False)  # vouching for an impostor it saw
+
+
+def test_time_phrases_match_after_normalisation() -> None:
+    t = game()
+
+    def rule(phrase: str, meeting: int = 2) -> str:
+        w = resolve_window(
+            claim(type="location", room="admin", temporal=phrase, meeting=meeting), t
+        )
+        return w if isinstance(w, str) else w.rule
+
+    same = {
+        "default": ["Since last meeting", "since the last meeting.", "THIS ROUND", "in this round"],
+        "previous_round": ["The last round", "last round", "in the last round", "previous rounds"],
+        "start": ["At start", "at the very start", "At the beginning of the round"],
+        "end": [
+            "at the end of the round",
+            "When I reported the body",
+            "before the meeting was called",
+        ],
+        "whole": ["The whole time!", "whole round", "the entire round"],
+        "mostly": ["Most of the time", "for the most part"],
+        "earlier": ["the last time I saw", "last", "the last", "Previously"],
+        "ticks": ["ticks 350-360", "Around tick 350.", "between ticks 350 and 360"],
+        "steps": ["steps 9-10", "at the step 9", "from step 9 to 10"],
+        "until_step": ["until step 10", "up to step 10"],
+    }
+    for expected, phrases in same.items():
+        for phrase in phrases:
+            assert rule(phrase) == expected, (phrase, rule(phrase))
+    # An unmatched phrase stays unverifiable, with its reason.
+    for phrase in ("in my dreams", "last week", "since the dawn of time"):
+        v, reason = verdict_of(t, claim(type="location", room="admin", temporal=phrase))
+        assert v == "unverifiable" and "not in the documented vocabulary" in reason, phrase
+        assert repr(phrase) in reason
+
+
+def test_the_time_vocabulary_is_unambiguous_and_documented() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "grounding.md").read_text()
+    seen: dict[str, str] = {}
+    for rule, phrases in TEMPORAL_PHRASES.items():
+        for phrase in phrases:
+            key = normalise_phrase(phrase)
+            assert seen.setdefault(key, rule) == rule, (phrase, seen[key], rule)
+            if phrase:
+                assert f'"{phrase}"' in doc, f"docs/grounding.md does not list {phrase!r}"
+
+
+def test_activity_phrases_reach_the_verdicts() -> None:
+    t = game()
+    for phrase in ("calling meeting", "Called an emergency meeting", "pressing the button"):
+        assert verdict_of(t, claim(meeting=2, type="activity", activity=phrase))[0] == "true"
+    v, reason = verdict_of(t, claim(type="activity", activity="juggling"))
+    assert v == "unverifiable" and "unknown activity 'juggling'" in reason

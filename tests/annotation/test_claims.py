@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from annotation.claims import (
+    ACTIVITIES,
     Claim,
     ExtractionCache,
     ModelExtractor,
@@ -15,8 +16,10 @@ from annotation.claims import (
     cache_key,
     dedupe,
     normalise_activity,
+    normalise_phrase,
     normalise_player,
     normalise_room,
+    phrase_words,
     read_claims,
     write_claims,
 )
@@ -238,3 +241,49 @@ def test_model_extractor_accepts_a_registry_backend() -> None:
     # The default fake answer holds no `claims` list: an unusable answer, counted.
     assert res.claims == [] and res.utterances == 5 and len(res.failures) == 5
     assert {f.error_kind for f in res.failures} == {"model"}
+
+
+def test_activity_phrases_match_after_normalisation() -> None:
+    variants = {
+        "call_meeting": [
+            "calling meeting",
+            "Called a meeting",
+            "called an emergency meeting",
+            "calls the meeting",
+            "pressing the button",
+            "Pressed the emergency button",
+            "presses the button",
+            "call_meeting",
+        ],
+        "task": ["Doing my tasks", "doing a task", "did the tasks", "finished my task"],
+        "report": ["reported the body", "found a dead body", "Finding bodies", "REPORTING"],
+        "wait": ["waited", "stood there", "idle"],
+        "travel": ["walking around", "passed through", "went through", "moving"],
+        "kill": ["kills", "murdered"],
+    }
+    for activity, phrases in variants.items():
+        for phrase in phrases:
+            assert normalise_activity(phrase) == activity, phrase
+    # The longest run of words that is a synonym wins, leftmost first.
+    assert normalise_activity("called a meeting after finding the body") == "call_meeting"
+    assert normalise_activity("juggling") is None
+    assert normalise_activity("the meeting") is None
+
+
+def test_the_activity_vocabulary_is_in_normal_form_and_documented() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "grounding.md").read_text()
+    for activity, synonyms in ACTIVITIES.items():
+        for syn in synonyms:
+            assert "_".join(phrase_words(syn)) == syn, syn
+            assert normalise_activity(syn) == activity, syn
+            shown = syn if syn == activity else syn.replace("_", " ")
+            assert f"`{shown}`" in doc, f"docs/grounding.md does not list {shown!r}"
+
+
+def test_phrases_are_normalised_for_case_articles_and_plurals() -> None:
+    assert phrase_words("The Last Round.") == ["last", "round"]
+    assert normalise_phrase("since the last meeting") == normalise_phrase("Since last meeting")
+    assert normalise_phrase("doing my tasks") == "doing task"
+    assert normalise_phrase("bodies, presses, steps") == "body press step"
+    assert normalise_phrase("around tick 1,050") == "around tick 1050"
+    assert normalise_phrase("ticks 100-200") == "tick 100 200"
