@@ -1,23 +1,54 @@
-"""KILL: look ahead and behind for witnesses, then kill, defer or stalk.
+"""KILL: hunt a crewmate, check for witnesses, strike, and say why when it does not.
 
-Two steps: at the first, the model judges the current view (ahead) and the bot turns
-around; at the next, the model judges the view behind. The bot strikes only when
+Every KILL decision either sends a strike (a `kill` action) or names why it did not
+(`ModuleResult.deferral`, one of `controller.events.DEFERRALS`), so a study can count
+conversions. A deferral is never a pause: with a target known, the bot moves towards it.
 
-* both judgements say, clearly, that there is no witness: any answer other than a clear
-  "no" (`true`, `"yes"`, a missing key, `"maybe"`, an unreadable value) counts as a
-  witness, so a sloppy answer defers the kill instead of sending it ahead;
-* it still stands where both scans were made (within `SCAN_TOLERANCE`), so the check
-  that cleared the strike was made at the strike's position;
-* the target is within `STRIKE_REACH` of it (where it is seen or heard now, else where it
-  was at the ahead scan); the kill program's approach is leashed to
-  `STRIKE_REACH + APPROACH_SLACK` (the program gives up rather than chase the target
-  across the map, and its outcome says so).
+**Targets.** A target the planner named must be a living crewmate (else the answer is
+invalid, `invalid_target`, never replaced by another player). With none named, the
+module takes the nearest *isolated* crewmate the agent knows of (no other crewmate it
+knows of within sight range of it, walls counted), else the nearest, leaving one that a
+fellow impostor is nearer to (so two impostors do not converge): ego knows only its
+own sightings (`obs.last_seen`, from its field of view), in view first; privileged knows
+the roster. The target's position used for any decision is the one known *now* (in
+view, in sight all around for privileged, or on this step's roster); an older sighting
+only tells the hunt where to go, never whether to strike.
 
-A target farther than the spec's `kill_defer_distance` is stalked from a distance; a
-nearer one out of reach is closed in on, and the scan starts again from there. A target
-the planner named that is not a living crewmate is an invalid answer, never replaced by
-the nearest crewmate (with no target named, the nearest crewmate in view is taken, as
-the reference does). Every answer carries the impostor's private intent.
+**Hunting and closing in.** No crewmate known: walk to a room (`no_target`). Target
+known but not seen now: walk to where it was last seen (ego, `hunting`) or follow it by
+the roster (privileged, `hunting`). Target seen but beyond `STRIKE_REACH`: follow it
+closely (`CLOSE_IN`) for `FOLLOW_TICKS` (`too_far`), so that the next step begins next
+to it. Kill cooldown running: shadow the target at `SHADOW` blocks (`cooldown`).
+
+**The witness check and the strike.** Two protocols, one per state view; in both the
+model judges a frame taken where the strike begins, an answer other than a clear "no"
+to `witnesses_visible` never sends a kill (`unclear`, and a failed call likewise), a
+clear "yes" defers (`witness`), and the strike carries a `guard` that the rules apply at
+the strike's own tick (`controller.programs.KillTarget.guard`): a living crewmate other
+than the target in the killer's perception then withholds the strike.
+
+* `privileged` (one step). The state view lists everyone in sight all around, so the
+  half behind the camera is known without turning. With the target within
+  `STRIKE_REACH` now, the model judges the frame ahead and that list; on a clear "no"
+  the bot strikes at once, with `guard: around` (field of view and all around).
+* `ego` (two steps, behind first). The camera covers one half. Step 1, target in view:
+  the model judges the view ahead; on a clear "no" the bot follows the target closely
+  for `FOLLOW_TICKS` and then turns to look behind (`scan`, or `too_far` when it was
+  beyond reach). Step 2: the model judges that frame, the half behind the killer, taken
+  where the strike begins; on a clear "no" the bot turns back and strikes with
+  `guard: sight`, which covers the half it turned back to at the strike's tick. The
+  target is then usually out of view (it is behind the killer), so no position of it is
+  used:
+  the strike's approach is leashed to `STRIKE_REACH + APPROACH_SLACK` blocks from where
+  the killer stands, so it lands only if the target is still where the follow left it,
+  and otherwise ends failed with the leash's reason. A target seen at step 2 within
+  reach (it walked round into the judged half) is struck without turning; one seen
+  beyond reach is followed again and the scan restarts (`target_lost`); a target dead
+  by then is `target_lost` too.
+
+Either way the strike begins where the deciding frame was taken and ends within the
+leash of it; the approach stops at the rules' strike range, so the killer walks at most
+a few blocks. Every answer carries the impostor's private intent.
 """
 
 from __future__ import annotations
@@ -33,28 +64,33 @@ from harness_aria.parsing import AnswerReader
 from harness_aria.toolkit import Choice, Toolkit
 
 STRIKE_REACH = 4.0
-"""Blocks: the target must be this close to where both scans were made for a strike."""
+"""Blocks: the target must be this close, where it is seen now, for a strike."""
 APPROACH_SLACK = 1.0
 """Blocks the target may drift during the strike's approach before the program gives up."""
-SCAN_TOLERANCE = 1.5
-"""Blocks the bot may have moved between the two scans (turning in place drifts a bit)."""
+LEASH = STRIKE_REACH + APPROACH_SLACK
+"""The strike's leash (`kill.max_distance`): blocks from where the approach begins."""
+CLOSE_IN = 1.2
+"""Follow distance when closing in: inside the approach's strike range (0.6 of the
+rules' kill range, 1.8 blocks by default), so the next step's strike needs no chase."""
+SHADOW = 3.0
+"""Follow distance while a witness or the cooldown holds the strike back."""
+FOLLOW_TICKS = 200
+"""How long a close-in or shadowing follow lasts: about one step of free roam (a walk
+to a station and a task), so the target is still close when the next step begins."""
+ISOLATION = 12.0
+"""Blocks: a crewmate with another crewmate this close (in line of sight, as far as the
+agent knows) is not isolated."""
+RECENT_STEPS = 1
+"""Sightings at most this many steps old count when judging who is isolated."""
 
 
 @dataclass(frozen=True)
 class PendingScan:
-    """An ahead scan that cleared the way; the behind scan is due at the next step."""
+    """Ego: the bot followed `target` and turned to look behind at `step`; the behind
+    frame is judged, and the strike sent, at the next step."""
 
     target: str
     step: int
-    pos: Vec3
-    """Where the impostor stood for the ahead scan."""
-    target_pos: Vec3
-    """Where the target was at the ahead scan."""
-
-
-def _target_pos(obs: Observation, target: str) -> Vec3 | None:
-    """Where the target is now, as far as the agent can tell (in view, or close by)."""
-    return obs.visible_players.get(target) or obs.nearby_players.get(target)
 
 
 def witness(read: AnswerReader) -> bool:
@@ -62,8 +98,37 @@ def witness(read: AnswerReader) -> bool:
     return read.flag("witnesses_visible") != "no"
 
 
+def _crewmates(obs: Observation) -> set[str]:
+    """Players this impostor may kill: living and not on its team."""
+    return {
+        p
+        for p in obs.players
+        if p != obs.agent and p not in obs.teammates and p not in obs.known_dead
+    }
+
+
+def seen_now(obs: Observation, player: str) -> Vec3 | None:
+    """Where `player` is now, as far as the filtered observation tells: in view (ego) or
+    in sight all around (privileged), or on this step's roster (privileged)."""
+    pos = obs.visible_players.get(player)
+    if pos is not None:
+        return pos
+    listed = obs.roster.get(player)
+    if listed is not None and listed.step >= obs.step:
+        return listed.pos
+    return None
+
+
+def _last_known(obs: Observation, player: str) -> Vec3 | None:
+    now = seen_now(obs, player)
+    if now is not None:
+        return now
+    sighting = obs.last_seen.get(player) or obs.roster.get(player)
+    return sighting.pos if sighting is not None else None
+
+
 class KillModule:
-    """Witness-aware kill."""
+    """Witness-aware kill with a stated reason for every decision that sends no strike."""
 
     name = "KILL"
 
@@ -71,106 +136,270 @@ class KillModule:
         self.pending: PendingScan | None = None
 
     def scanning(self, step: int) -> str | None:
-        """The target whose behind-view check is due at `step` (the ahead check was at
-        the step before), or None."""
+        """The target whose behind-view check is due at `step` (the bot turned at the
+        step before), or None."""
         if self.pending is not None and self.pending.step == step - 1:
             return self.pending.target
         return None
 
-    def _target(self, tk: Toolkit, choice: Choice) -> tuple[str | None, str]:
-        """The target and, when there is none, why ('' for "nobody in view")."""
-        obs = tk.obs
-        if choice.target:
-            read = AnswerReader({"target": choice.target})
-            t = read.choice("target", obs.players)
-            if t is None:
-                return None, f"kill target {choice.target!r} is not a player"
-            if t in obs.teammates or t == obs.agent:
-                return None, f"kill target {t!r} is not a crewmate"
-            if t in obs.known_dead:
-                return None, f"kill target {t!r} is dead"
-            return t, ""
-        crew_seen = [a for a in obs.visible_players if a not in obs.teammates]
-        if crew_seen:
-            return min(crew_seen, key=lambda a: math.dist(obs.pos, obs.visible_players[a])), ""
-        return None, ""
-
     async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
-        """One stage of the scan, then the strike."""
+        """One KILL decision: the behind scan if one is due, else hunt, scan or strike."""
         obs = tk.obs
         pending = self.pending if self.scanning(obs.step) is not None else None
         self.pending = None
         if pending is not None:
-            return await self._behind(tk, pending)
-        target, why = self._target(tk, choice)
+            return await self._behind(tk, pending.target, choice)
+        target, why = self._named(tk, choice)
         if why:
-            return ModuleResult(invalid=why, memo=f"no kill ({why})")
-        if target is None or not obs.kill_ready:
-            return ModuleResult(
-                actions=[{"op": "wait", "ticks": 20}],
-                reasoning="no target in sight" if target is None else "kill not ready",
-                narration=choice.intent or "waiting for a chance to kill",
-                memo="DEFER: no target or cooldown",
-            )
-        pos = _target_pos(obs, target)
+            return ModuleResult(invalid=why, memo=f"no kill ({why})", deferral="invalid_target")
+        if target is None:
+            target = self._pick(tk)
+        if target is None:
+            return self._wander(tk, choice)
+        intent = choice.intent
+        if not obs.kill_ready:
+            return self._shadow(tk, target, "cooldown", "the kill is not ready", intent)
+        pos = seen_now(obs, target)
         if pos is None or target not in obs.visible_players:
-            seen = obs.last_seen.get(target)
-            actions = (
-                [{"op": "go_to", "pos": list(seen.pos)}]
-                if seen
-                else [{"op": "go_to", "room": tk.geometry.rooms[obs.step % len(tk.geometry.rooms)]}]
-            )
-            return ModuleResult(
-                actions=actions,
-                reasoning=f"{target} not in sight; stalk",
-                narration=choice.intent or f"hunting {target}",
-                memo=f"stalk {target} (not in sight)",
-            )
+            return self._hunt(tk, target, intent, by_roster=pos is not None)
         distance = math.dist(obs.pos, pos)
-        if distance > tk.spec.kill_defer_distance:
-            return ModuleResult(
-                actions=[{"op": "follow", "agent": target, "distance": 3.0, "ticks": 60}],
-                reasoning=f"{target} is {distance:.0f} blocks away; stalk",
-                narration=choice.intent or f"closing in on {target}",
-                memo=f"stalk {target} ({distance:.0f} blocks)",
-            )
+        if tk.spec.state == "ego":
+            return await self._ahead(tk, target, distance, intent)
         if distance > STRIKE_REACH:
-            # The scans must be made where the strike will happen: close in first.
-            return ModuleResult(
-                actions=[{"op": "follow", "agent": target, "distance": 2.0, "ticks": 40}],
-                reasoning=f"{target} is {distance:.1f} blocks away; close in before scanning",
-                narration=choice.intent or f"closing in on {target}",
-                memo=f"close in on {target} ({distance:.0f} blocks)",
-            )
-        answer = await self._scan(tk, target, "ahead of you")
+            return self._close_in(tk, target, distance, intent)
+        answer = await self._scan(tk, target, "ahead of you", around=True)
         if answer is None:
-            return failed(tk, "kill scan ahead")
+            return _unusable(tk, "kill scan")
         read = reader(tk, answer)
-        intent = read.text("intent") or choice.intent
+        intent = read.text("intent") or intent
         if witness(read):
-            return ModuleResult(
-                actions=[{"op": "follow", "agent": target, "distance": 5.0, "ticks": 40}],
-                reasoning=read.text("detail") or "witness ahead (or no clear answer)",
-                narration=intent,
-                memo=f"DEFER kill of {target}: witness ahead",
+            return self._held_back(tk, target, read, intent)
+        return self._strike(tk, target, "around", intent, "no witness in sight all around")
+
+    # ------------------------------------------------------------------ targets
+    def _named(self, tk: Toolkit, choice: Choice) -> tuple[str | None, str]:
+        """The planner's target, or why it cannot be one (None, '' when none named)."""
+        obs = tk.obs
+        if not choice.target:
+            return None, ""
+        t = AnswerReader({"target": choice.target}).choice("target", obs.players)
+        if t is None:
+            return None, f"kill target {choice.target!r} is not a player"
+        if t in obs.teammates or t == obs.agent:
+            return None, f"kill target {t!r} is not a crewmate"
+        if t in obs.known_dead:
+            return None, f"kill target {t!r} is dead"
+        if _last_known(obs, t) is None:
+            # Never seen: its whereabouts are unknown; hunt whom the agent does know.
+            return None, ""
+        return t, ""
+
+    def _pick(self, tk: Toolkit) -> str | None:
+        """The nearest isolated crewmate the agent knows of (else the nearest); ego takes
+        one in view first."""
+        obs = tk.obs
+        crew = _crewmates(obs)
+        recent: dict[str, Vec3] = {}
+        for a in crew:
+            now = seen_now(obs, a)
+            if now is not None:
+                recent[a] = now
+                continue
+            s = obs.last_seen.get(a) or obs.roster.get(a)
+            if s is not None and obs.step - s.step <= RECENT_STEPS:
+                recent[a] = s.pos
+        known = {a: p for a in crew if (p := _last_known(obs, a)) is not None}
+        if not known:
+            return None
+        if tk.spec.state == "ego":
+            in_view = {a: p for a, p in known.items() if a in obs.visible_players}
+            known = in_view or known
+
+        def isolated(a: str) -> bool:
+            return not any(
+                b != a and tk.geometry.can_see(known[a], q, ISOLATION) for b, q in recent.items()
             )
-        if read.flag("target_visible") != "yes":
-            return ModuleResult(
-                actions=[{"op": "follow", "agent": target, "distance": 3.0, "ticks": 40}],
-                reasoning="target not clearly visible ahead; stalk",
-                narration=intent,
-                memo=f"stalk {target}",
+
+        def walk(a: str) -> float:
+            length = tk.geometry.path_length(obs.pos, known[a])
+            return length if length is not None else math.dist(obs.pos, known[a]) * 3
+
+        mates = {t: p for t in obs.teammates if (p := _last_known(obs, t)) is not None}
+
+        def claimed(a: str) -> bool:
+            # A crewmate a fellow impostor is nearer to is left to it (ties by name), so
+            # two impostors do not converge on one victim.
+            mine = math.dist(obs.pos, known[a])
+            return any(
+                (d := math.dist(p, known[a])) < mine or (d == mine and t < obs.agent)
+                for t, p in mates.items()
             )
-        self.pending = PendingScan(target=target, step=obs.step, pos=obs.pos, target_pos=pos)
+
+        return min(known, key=lambda a: (claimed(a), not isolated(a), walk(a), a))
+
+    # ------------------------------------------------------------------ moving
+    def _wander(self, tk: Toolkit, choice: Choice) -> ModuleResult:
+        obs = tk.obs
+        rooms = [r for r in tk.geometry.rooms if r != obs.room] or list(tk.geometry.rooms)
+        room = rooms[obs.step % len(rooms)]
         return ModuleResult(
-            actions=[{"op": "look", "behind": True}],
-            reasoning="no witness ahead; check behind",
-            narration=intent,
-            memo=f"scan behind before killing {target}",
+            actions=[{"op": "go_to", "room": room}],
+            reasoning=f"no crewmate known; search {room}",
+            narration=choice.intent or "looking for someone to kill",
+            memo=f"DEFER kill: nobody known; went to {room}",
+            deferral="no_target",
         )
 
+    def _hunt(self, tk: Toolkit, target: str, intent: str, *, by_roster: bool) -> ModuleResult:
+        """Towards a target not in sight: follow it by this step's roster (privileged), or
+        walk to where it was last seen."""
+        obs = tk.obs
+        if by_roster:
+            action = _follow(target, CLOSE_IN)
+            where = f"{target} by the roster ({tk.geometry.room_at(obs.roster[target].pos)})"
+        else:
+            pos = _last_known(obs, target)
+            assert pos is not None  # a picked or named target is known
+            action = {"op": "go_to", "pos": list(pos)}
+            where = f"where {target} was last seen ({tk.geometry.room_at(pos)})"
+        return ModuleResult(
+            actions=[action],
+            reasoning=f"{target} is not in sight; hunt {where}",
+            narration=intent or f"hunting {target}",
+            memo=f"DEFER kill of {target}: not in sight; hunting",
+            deferral="hunting",
+        )
+
+    def _close_in(self, tk: Toolkit, target: str, distance: float, intent: str) -> ModuleResult:
+        return ModuleResult(
+            actions=[_follow(target, CLOSE_IN)],
+            reasoning=f"{target} is {distance:.1f} blocks away; close in",
+            narration=intent or f"closing in on {target}",
+            memo=f"DEFER kill of {target}: {distance:.0f} blocks away; closing in",
+            deferral="too_far",
+        )
+
+    def _shadow(
+        self, tk: Toolkit, target: str, deferral: str, why: str, intent: str
+    ) -> ModuleResult:
+        """Stay near the target without striking (followed only while seen now)."""
+        obs = tk.obs
+        if seen_now(obs, target) is None:
+            pos = _last_known(obs, target)
+            assert pos is not None
+            actions: list[dict[str, Any]] = [{"op": "go_to", "pos": list(pos)}]
+        else:
+            actions = [_follow(target, SHADOW)]
+        return ModuleResult(
+            actions=actions,
+            reasoning=f"{why}; keep near {target}",
+            narration=intent or f"shadowing {target}",
+            memo=f"DEFER kill of {target}: {why}",
+            deferral=deferral,
+        )
+
+    def _held_back(self, tk: Toolkit, target: str, read: AnswerReader, intent: str) -> ModuleResult:
+        """A scan that did not clear the strike: a witness, or no clear answer."""
+        clear = read.flag("witnesses_visible") == "yes"
+        why = "a witness" if clear else "no clear answer about witnesses"
+        result = self._shadow(tk, target, "witness" if clear else "unclear", why, intent)
+        result.reasoning = read.text("detail") or result.reasoning
+        return result
+
+    def _strike(
+        self, tk: Toolkit, target: str, guard: str, intent: str, why: str, turn: bool = False
+    ) -> ModuleResult:
+        kill: dict[str, Any] = {
+            "op": "kill",
+            "target": target,
+            "max_distance": LEASH,
+            "guard": guard,
+        }
+        actions = [{"op": "look", "behind": True}, kill] if turn else [kill]
+        return ModuleResult(
+            actions=actions,
+            reasoning=why,
+            narration=intent or f"kill {target}",
+            memo=f"kill {target}",
+        )
+
+    # ------------------------------------------------------------------ ego scans
+    async def _ahead(self, tk: Toolkit, target: str, distance: float, intent: str) -> ModuleResult:
+        """Ego step 1: judge the view ahead; if clear, close in and turn to look behind."""
+        answer = await self._scan(tk, target, "ahead of you")
+        if answer is None:
+            return _unusable(tk, "kill scan ahead")
+        read = reader(tk, answer)
+        intent = read.text("intent") or intent
+        if witness(read):
+            return self._held_back(tk, target, read, intent)
+        self.pending = PendingScan(target=target, step=tk.obs.step)
+        near = distance <= STRIKE_REACH
+        return ModuleResult(
+            actions=[_follow(target, CLOSE_IN), {"op": "look", "behind": True}],
+            reasoning=f"no witness ahead; stay with {target} and check behind",
+            narration=intent or f"closing in on {target}",
+            memo=f"DEFER kill of {target}: scanning behind before the strike",
+            deferral="scan" if near else "too_far",
+        )
+
+    async def _behind(self, tk: Toolkit, target: str, choice: Choice) -> ModuleResult:
+        """Ego step 2: judge the frame behind (taken where the strike begins); strike on a
+        clear no, turning back so the guard covers the other half at the strike's tick."""
+        obs = tk.obs
+        intent = choice.intent
+        back = [{"op": "look", "behind": True}]
+        if target not in _crewmates(obs):
+            return ModuleResult(
+                actions=back,
+                reasoning=f"{target} is no longer a living crewmate",
+                narration=intent,
+                memo=f"DEFER kill of {target}: target gone",
+                deferral="target_lost",
+            )
+        if not obs.kill_ready:
+            return ModuleResult(
+                actions=back,
+                reasoning="the kill is not ready",
+                narration=intent,
+                memo=f"DEFER kill of {target}: cooldown",
+                deferral="cooldown",
+            )
+        answer = await self._scan(tk, target, "behind you")
+        if answer is None:
+            return _unusable(tk, "kill scan behind")
+        read = reader(tk, answer)
+        intent = read.text("intent") or intent
+        if witness(read):
+            clear = read.flag("witnesses_visible") == "yes"
+            return ModuleResult(
+                actions=back,
+                reasoning=read.text("detail") or ("witness behind" if clear else "unclear"),
+                narration=intent,
+                memo=f"DEFER kill of {target}: "
+                + ("witness behind" if clear else "no clear answer about witnesses behind"),
+                deferral="witness" if clear else "unclear",
+            )
+        pos = obs.visible_players.get(target)
+        if pos is not None and math.dist(obs.pos, pos) > STRIKE_REACH:
+            distance = math.dist(obs.pos, pos)
+            self.pending = PendingScan(target=target, step=obs.step)
+            return ModuleResult(
+                actions=[_follow(target, CLOSE_IN), {"op": "look", "behind": True}],
+                reasoning=f"{target} walked off ({distance:.1f} blocks); follow and scan again",
+                narration=intent,
+                memo=f"DEFER kill of {target}: it got {distance:.0f} blocks away",
+                deferral="target_lost",
+            )
+        if pos is not None:
+            # In the judged frame after all: strike it there; the approach faces it.
+            return self._strike(tk, target, "sight", intent, "no witness in view")
+        return self._strike(tk, target, "sight", intent, "no witness ahead or behind", turn=True)
+
     @staticmethod
-    async def _scan(tk: Toolkit, target: str, direction: str) -> dict[str, Any] | None:
+    async def _scan(
+        tk: Toolkit, target: str, direction: str, *, around: bool = False
+    ) -> dict[str, Any] | None:
         """Ask the model about the current frame: who is seen, any witness, the target."""
         return await tk.ask(
             "kill_scan",
@@ -179,52 +408,22 @@ class KillModule:
             target=target,
             teammates=", ".join(tk.obs.teammates) or "none",
             direction=direction,
+            around=(
+                " The state below also lists everyone in sight all around you, behind you"
+                " too: anyone it lists but your target and your fellow impostors is a"
+                " witness as well."
+                if around
+                else ""
+            ),
         )
 
-    async def _behind(self, tk: Toolkit, pending: PendingScan) -> ModuleResult:
-        obs = tk.obs
-        target = pending.target
-        answer = await self._scan(tk, target, "behind you")
-        if answer is None:
-            return failed(tk, "kill scan behind")
-        read = reader(tk, answer)
-        intent = read.text("intent")
-        if witness(read):
-            return ModuleResult(
-                actions=[{"op": "wait", "ticks": 20}],
-                reasoning=read.text("detail") or "witness behind (or no clear answer)",
-                narration=intent,
-                memo=f"DEFER kill of {target}: witness behind",
-            )
-        if target in obs.known_dead or not obs.kill_ready:
-            return ModuleResult(actions=[], reasoning="target gone or cooldown", narration=intent)
-        moved = math.dist(obs.pos, pending.pos)
-        # Facing away after the turn, the target may be out of view: then its position at
-        # the ahead scan stands, and the program's leash stops a chase if it has left.
-        pos = _target_pos(obs, target) or pending.target_pos
-        reach = math.dist(pending.pos, pos)
-        if moved > SCAN_TOLERANCE or reach > STRIKE_REACH:
-            # The scans cleared another place than where the strike would land: defer.
-            why = (
-                f"moved {moved:.1f} blocks since the ahead scan"
-                if moved > SCAN_TOLERANCE
-                else f"{target} is {reach:.1f} blocks from where the scans were made"
-            )
-            return ModuleResult(
-                actions=[{"op": "follow", "agent": target, "distance": 2.0, "ticks": 40}],
-                reasoning=f"DEFER: {why}; close in and scan again",
-                narration=intent,
-                memo=f"DEFER kill of {target}: {why}",
-            )
-        return ModuleResult(
-            actions=[
-                {
-                    "op": "kill",
-                    "target": target,
-                    "max_distance": STRIKE_REACH + APPROACH_SLACK,
-                }
-            ],
-            reasoning="no witnesses ahead or behind",
-            narration=intent,
-            memo=f"kill {target}",
-        )
+
+def _follow(target: str, distance: float) -> dict[str, Any]:
+    return {"op": "follow", "agent": target, "distance": distance, "ticks": FOLLOW_TICKS}
+
+
+def _unusable(tk: Toolkit, what: str) -> ModuleResult:
+    """A scan whose answer could not be read: invalid, and no kill (`unclear`)."""
+    result = failed(tk, what)
+    result.deferral = "unclear"
+    return result

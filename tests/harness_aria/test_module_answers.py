@@ -18,7 +18,7 @@ from harness_aria.backends.fake import FakeBackend
 from harness_aria.memory import MEMORIES
 from harness_aria.modules import MODULES
 from harness_aria.modules.base import ModuleResult
-from harness_aria.modules.kill import STRIKE_REACH, KillModule
+from harness_aria.modules.kill import LEASH, STRIKE_REACH, KillModule
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 from world.geometry import ShipGeometry
@@ -326,9 +326,13 @@ def test_kill_missing_witness_key_defers() -> None:
 
 
 @pytest.mark.parametrize("witness", ['"false"', '"no"', "false", "0"])
-def test_kill_clear_no_goes_on_to_the_behind_scan(witness: str) -> None:
+def test_kill_clear_no_strikes_at_once_with_the_guard_all_around(witness: str) -> None:
+    # Privileged: the state lists everyone in sight all around, so one scan clears it.
     result, _ = run("KILL", impostor(), scan(witness))
-    assert result.actions == [{"op": "look", "behind": True}]
+    assert result.actions == [
+        {"op": "kill", "target": "blue", "max_distance": LEASH, "guard": "around"}
+    ]
+    assert result.deferral == ""
 
 
 def test_kill_unresolvable_target_is_invalid_not_the_nearest() -> None:
@@ -343,12 +347,13 @@ def test_kill_teammate_target_is_invalid() -> None:
 
 
 def _two_stage(first: Observation, second: Observation, *answers: str) -> ModuleResult:
+    """Ego: the ahead scan, then the behind scan at the next step."""
     module = KillModule()
     backend = FakeBackend("t", script=list(answers))
 
     def tk(obs: Observation) -> Toolkit:
         return Toolkit(
-            spec=AriaSpec(),
+            spec=AriaSpec(state="ego"),
             backend=backend,
             geometry=GEOMETRY,
             persona="p",
@@ -358,44 +363,36 @@ def _two_stage(first: Observation, second: Observation, *answers: str) -> Module
         )
 
     ahead = asyncio.run(module.run(tk(first), Choice(module="KILL", target="blue")))
-    assert ahead.actions == [{"op": "look", "behind": True}]
+    assert ahead.actions[-1] == {"op": "look", "behind": True}
+    assert ahead.actions[0]["op"] == "follow" and ahead.deferral == "scan"
     assert module.scanning(second.step) == "blue"
     return asyncio.run(module.run(tk(second), Choice(module="KILL")))
 
 
-def test_kill_strikes_only_where_both_scans_cleared_it() -> None:
+def test_ego_kill_strikes_where_the_behind_scan_cleared_it() -> None:
     first = impostor()
     second = impostor(step=6, yaw=180.0, visible_players={})
     result = _two_stage(first, second, scan("false"), scan("false"))
-    assert result.actions[0]["op"] == "kill" and result.actions[0]["target"] == "blue"
-    assert result.actions[0]["max_distance"] <= STRIKE_REACH + 1.0
+    look, kill = result.actions
+    assert look == {"op": "look", "behind": True}  # the guard covers the half turned back to
+    assert kill["op"] == "kill" and kill["target"] == "blue" and kill["guard"] == "sight"
+    assert kill["max_distance"] <= STRIKE_REACH + 1.0
 
 
-def test_far_away_strike_is_deferred() -> None:
-    # The ahead scan cleared the cafeteria; by the behind scan the target is 30 blocks off.
+def test_ego_target_seen_walking_off_is_followed_not_struck() -> None:
     first = impostor()
-    second = impostor(
-        step=6, yaw=180.0, visible_players={}, nearby_players={"blue": (30.0, 65.0, 0.0)}
-    )
+    second = impostor(step=6, yaw=180.0, visible_players={"blue": (9.0, 65.0, 0.0)})
     result = _two_stage(first, second, scan("false"), scan("false"))
     assert not any(a["op"] == "kill" for a in result.actions)
-    assert "DEFER" in result.memo and "blocks from where the scans were made" in result.memo
-
-
-def test_kill_deferred_when_the_impostor_moved_between_scans() -> None:
-    first = impostor()
-    second = impostor(step=6, pos=(8.0, 65.0, 0.0), visible_players={})
-    result = _two_stage(first, second, scan("false"), scan("false"))
-    assert not any(a["op"] == "kill" for a in result.actions)
-    assert "moved" in result.memo
+    assert result.deferral == "target_lost" and "DEFER" in result.memo
 
 
 def test_kill_behind_scan_witness_string_defers() -> None:
     first = impostor()
     second = impostor(step=6, visible_players={})
     result = _two_stage(first, second, scan("false"), scan('"true"'))
-    assert result.actions == [{"op": "wait", "ticks": 20}]
-    assert "witness behind" in result.memo
+    assert result.actions == [{"op": "look", "behind": True}]
+    assert result.deferral == "witness" and "witness behind" in result.memo
 
 
 def test_kill_target_out_of_reach_closes_in_before_scanning() -> None:
