@@ -5,34 +5,53 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# The CLI is where the harness meets the controller: importing its registration module
-# registers the `aria` agent kind (the controller's own modules never import it).
-import harness_aria.registration  # noqa: F401
-from controller.agents.registry import AgentKindError
 from controller.commands import discover
-from controller.config import PRESETS, ConfigError, GameConfig, load_config_file, resolve_config
-from controller.game import Game, GameResult
-from controller.players import agent_factory, check_sides
-from controller.worlds.base import World
-from harness_aria.spec import AblationError, AriaSpec, apply_ablations
-from world.geometry import ShipGeometry
-from world.spec import MapSpec, MapSpecError, load_map
+
+# Everything else is imported where it is used, so that `mineamongus --help`, `view`,
+# `collect` and the rest start without loading the game, the harness and its provider
+# SDKs (seconds of imports; tests/controller/test_cli.py holds `--help` under 1 s).
+if TYPE_CHECKING:
+    from controller.config import GameConfig
+    from controller.game import GameResult
+    from controller.worlds.base import World
+    from world.geometry import ShipGeometry
+    from world.spec import MapSpec
 
 log = logging.getLogger("mineamongus")
+
+
+def _presets() -> list[str]:
+    """The built-in presets (`controller/presets/*.yaml`), without importing the config."""
+    folder = resources.files("controller").joinpath("presets")
+    return sorted(
+        f.name.removesuffix(".yaml") for f in folder.iterdir() if f.name.endswith(".yaml")
+    )
+
+
+def load_harness() -> None:
+    """Register the `aria` agent kind (the harness and, through it, the provider SDKs).
+
+    The CLI is where the harness meets the controller: the controller's own modules
+    never import it. The `mineamongus.agents` entry point does the same for an
+    installed package; this covers a checkout run with `python -m controller.cli`.
+    """
+    import harness_aria.registration  # noqa: F401
 
 
 def _play_parser(sub: Any) -> None:
     p = sub.add_parser("play", help="play one game and write its event log")
     p.add_argument(
         "--preset",
-        choices=PRESETS,
+        choices=_presets(),
         default=None,
         help="timing preset (default: quick, or the config file's)",
     )
@@ -130,6 +149,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """`--version`: the package version and the source revision it runs from."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("nargs", 0)
+        kwargs.setdefault("default", argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        from controller.versions import version_line
+
+        print(version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `mineamongus`."""
     parser = argparse.ArgumentParser(
@@ -137,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Among Us in Minecraft for vision-language-model agents.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument(
+        "--version", action=_Version, help="print the version and source revision, then exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     _play_parser(sub)
     _replay_parser(sub)
@@ -147,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> GameConfig:
     """Resolve preset, config file and command-line values into one GameConfig."""
+    load_harness()
+    from controller.config import ConfigError, load_config_file, resolve_config
+    from harness_aria.spec import AblationError, AriaSpec, apply_ablations
+
     file_data = load_config_file(args.config) if args.config else {}
     overrides: dict[str, Any] = {}
     if args.preset is not None:
@@ -219,6 +266,11 @@ def play_game(
     config: GameConfig, spec: MapSpec, world_kind: str, out: Path, progress: Any = None
 ) -> GameResult:
     """Set up the world and agents, play one game, and always close the world."""
+    load_harness()
+    from controller.game import Game
+    from controller.players import agent_factory
+    from world.geometry import ShipGeometry
+
     geometry = ShipGeometry(spec)
     agents = agent_factory(config, geometry, out)
     world = make_world(world_kind, config, geometry, out)
@@ -229,22 +281,51 @@ def play_game(
         world.close()
 
 
+def occupied_by(out: Path) -> str | None:
+    """Why a game must not write into `out`, or None when it may.
+
+    A game never appends to a record, and a folder holding a study or other runs is
+    refused too: `annotate`, `analyze` and `collect` read every record under a folder,
+    so a stray game there would be counted with (or instead of) the study's games.
+    The tournament's own game folders hold only `game-config.yaml` and `play.log` when
+    their game starts.
+    """
+    from controller.tournament.manifest import MANIFEST
+
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        return "is not a folder"
+    if (out / MANIFEST).is_file():
+        return f"holds a study ({MANIFEST})"
+    for root, _dirs, files in os.walk(out):
+        for name in ("events.jsonl", "summary.json"):
+            if name in files:
+                where = Path(root) / name
+                return f"already holds a run ({where})"
+    return None
+
+
 def _terminate(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def cmd_play(args: argparse.Namespace) -> int:
     """`mineamongus play`."""
+    from controller.players import check_sides
+    from world.spec import load_map
+
     try:
         config = config_from_args(args)
         spec = load_map(config.map)
         check_sides(config)
-    except (ConfigError, MapSpecError, AblationError, AgentKindError, ValueError) as exc:
+    except ValueError as exc:  # ConfigError, MapSpecError, AblationError, AgentKindError
         print(f"mineamongus: {exc}", file=sys.stderr)
         return 2
     out = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{config.seed}"
-    if (out / "events.jsonl").exists():
-        print(f"mineamongus: {out}/events.jsonl exists; choose another --out", file=sys.stderr)
+    taken = occupied_by(out)
+    if taken is not None:
+        print(f"mineamongus: --out {out} {taken}; choose another --out", file=sys.stderr)
         return 2
 
     def progress(line: str) -> None:

@@ -159,8 +159,9 @@ class GameConfig(_Frozen):
     """Name of the preset this configuration started from."""
     map: str = "skeld"
     """Map name under `world/maps/` or a path to a map YAML file."""
-    seed: int = 0
-    """Seed of every random choice of the game (roles, tasks, scripted agents)."""
+    seed: int = Field(default=0, ge=0)
+    """Seed of every random choice of the game (roles, tasks, scripted agents); a
+    non-negative integer (a negative one would draw the same game as its absolute value)."""
     crew: SideConfig = SideConfig()
     """Who plays the crewmates."""
     impostor: SideConfig = SideConfig()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -101,11 +101,39 @@ def _run_ffmpeg(args: list[str], stdin: bytes | None = None) -> None:
         raise ReplayError(f"ffmpeg failed: {proc.stderr.decode(errors='replace')[-800:]}")
 
 
-class MapPainter:
-    """Draws the ship from above, with players, bodies and captions."""
+def seat_labels(agents: Iterable[str]) -> dict[str, str]:
+    """A distinct short label per seat: the shortest prefix (two letters at least) that
+    no other seat's name starts with, upper-cased (`blue` BLU, `black` BLA, `red` RE)."""
+    names = list(dict.fromkeys(agents))
+    out: dict[str, str] = {}
+    for name in names:
+        others = [n for n in names if n != name]
+        n = min(2, len(name))
+        while n < len(name) and any(o.startswith(name[:n]) for o in others):
+            n += 1
+        out[name] = name[:n].upper()
+    if len(set(out.values())) < len(out):  # one name is a prefix of another
+        out = {name: f"{label}{i}" for i, (name, label) in enumerate(out.items())}
+    return out
 
-    def __init__(self, geometry: ShipGeometry) -> None:
+
+BODY_HALO = (255, 255, 255)
+"""Bodies sit on a white disc ringed in red, so that every colour (black and white
+included) stands out on any floor."""
+BODY_RING = (230, 0, 0)
+
+
+class MapPainter:
+    """Draws the ship from above, with players, bodies and captions.
+
+    Args:
+        geometry: The map.
+        agents: Every seat, for their labels (default: the eight colours).
+    """
+
+    def __init__(self, geometry: ShipGeometry, agents: Iterable[str] | None = None) -> None:
         self.geometry = geometry
+        self.labels = seat_labels(agents if agents is not None else COLORS)
         x0, z0, x1, z1 = geometry.bounds
         self.x0, self.z0 = x0, z0
         w, h = (x1 - x0 + 1) * SCALE, (z1 - z0 + 1) * SCALE
@@ -132,6 +160,17 @@ class MapPainter:
             sx, sz = self._xy(*self._xz(geometry.station_pos(s)))
             draw.rectangle((sx - 3, sz - 3, sx + 3, sz + 3), outline=(0, 230, 120))
 
+    def label(self, agent: str) -> str:
+        """The seat's label on the map (unique among the seats)."""
+        return self.labels.get(agent) or agent.upper()
+
+    @staticmethod
+    def _label(
+        draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, fill: tuple[int, int, int]
+    ) -> None:
+        # A black outline keeps the text legible on every floor colour.
+        draw.text(xy, text, fill=fill, stroke_width=2, stroke_fill=(0, 0, 0))
+
     @staticmethod
     def _xz(pos: tuple[float, float, float]) -> tuple[float, float]:
         return pos[0], pos[2]
@@ -148,15 +187,23 @@ class MapPainter:
         for victim, pos in bodies.items():
             px, pz = self._xy(*self._xz(pos))
             color = COLORS.get(victim, (128, 128, 128))
-            draw.line((px - 6, pz - 6, px + 6, pz + 6), fill=color, width=3)
-            draw.line((px - 6, pz + 6, px + 6, pz - 6), fill=color, width=3)
+            draw.ellipse(
+                (px - 11, pz - 11, px + 11, pz + 11), fill=BODY_HALO, outline=BODY_RING, width=3
+            )
+            for a, b in (
+                ((px - 6, pz - 6), (px + 6, pz + 6)),
+                ((px - 6, pz + 6), (px + 6, pz - 6)),
+            ):
+                draw.line((*a, *b), fill=(0, 0, 0), width=7)
+                draw.line((*a, *b), fill=color, width=3)
+            self._label(draw, (px + 13, pz - 6), f"{self.label(victim)} body", (255, 255, 255))
         for agent, p in snap.players.items():
             if p.status != "alive":
                 continue
             px, pz = self._xy(*self._xz(p.pos))
             color = COLORS.get(agent, (128, 128, 128))
             draw.ellipse((px - 6, pz - 6, px + 6, pz + 6), fill=color, outline=(0, 0, 0))
-            draw.text((px + 8, pz - 6), agent[:2].upper(), fill=(255, 255, 255))
+            self._label(draw, (px + 8, pz - 6), self.label(agent), (255, 255, 255))
         draw.rectangle((0, 0, self.size[0], 38), fill=(0, 0, 0))
         draw.text((8, 12), caption, fill=(255, 255, 255))
         return np.asarray(img, dtype=np.uint8)
@@ -164,7 +211,8 @@ class MapPainter:
 
 def map_frames(events: list[Event], geometry: ShipGeometry) -> list[np.ndarray]:
     """One top-down picture per logged step, with what happened written on it."""
-    painter = MapPainter(geometry)
+    start = next((e for e in events if isinstance(e, GameStart)), None)
+    painter = MapPainter(geometry, start.agents if start is not None else None)
     bodies: dict[str, tuple[float, float, float]] = {}
     note = ""
     frames: list[np.ndarray] = []

@@ -1,9 +1,11 @@
-"""Versions of the software a run used, for the run record."""
+"""Versions of the software a run used, for the run record and `mineamongus --version`."""
 
 from __future__ import annotations
 
 import platform
+import subprocess
 from importlib import metadata
+from pathlib import Path
 
 PYTHON_PACKAGES = ("mineamongus", "pydantic", "pyyaml", "numpy", "openai", "anthropic")
 
@@ -17,3 +19,42 @@ def python_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
+
+
+def package_version() -> str:
+    """The installed version of `mineamongus`, else the one `pyproject.toml` declares."""
+    try:
+        return metadata.version("mineamongus")
+    except metadata.PackageNotFoundError:
+        pass
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    try:
+        import tomllib
+
+        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+    except (OSError, KeyError, ValueError):
+        return "unknown"
+
+
+def source_revision() -> str:
+    """`git describe` of the source tree this code runs from, or `unknown` outside a
+    checkout (an installed wheel)."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return "unknown"
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def version_line() -> str:
+    """What `mineamongus --version` prints: `mineamongus 0.1.0 (source 0702b7d1a2b3)`."""
+    return f"mineamongus {package_version()} (source {source_revision()})"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +24,59 @@ class ViewerError(RuntimeError):
     """The viewer could not start (bad folder, port in use)."""
 
 
+DEFAULT_PORT = 8765
+"""The port `mineamongus view` tries first."""
+
+
 def free_port(host: str = DEFAULT_HOST) -> int:
-    """A port the OS says is free on `host`."""
-    with socket.socket() as s:
+    """A port the OS says is free on `host` (it may be taken again before it is used:
+    prefer `listen`, which keeps the socket)."""
+    with socket.socket(_family(host)) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def listen(
+    host: str = DEFAULT_HOST, port: int | None = None, fallback: bool = False
+) -> socket.socket:
+    """A socket listening on `host:port`, held from here on, so that the address printed
+    is the one this process serves (never another process's viewer on that port).
+
+    Args:
+        host: Address to listen on.
+        port: The port; None (or 0) for any free one.
+        fallback: When `port` is taken, listen on a free port instead of refusing.
+
+    Raises:
+        ViewerError: `port` is taken (and no fallback), naming it; or `host` is not an
+            address of this machine.
+    """
+    sock = socket.socket(_family(host), socket.SOCK_STREAM)
+    # SO_REUSEADDR lets a restarted viewer take back a port in TIME_WAIT; on Linux it
+    # never lets two sockets listen on one port.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        try:
+            sock.bind((host, port or 0))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise ViewerError(f"cannot listen on {host}:{port or 0}: {exc.strerror}") from exc
+            if not fallback:
+                raise ViewerError(
+                    f"port {port} on {host} is in use (another viewer or program); "
+                    "choose another port, or leave it out for a free one"
+                ) from exc
+            sock.bind((host, 0))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    sock.set_inheritable(False)
+    return sock
 
 
 def _config(run: Path, host: str, port: int, labels: Path | None) -> uvicorn.Config:
@@ -37,19 +87,12 @@ def _config(run: Path, host: str, port: int, labels: Path | None) -> uvicorn.Con
     return uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
 
 
-def serve(
-    run: Path, host: str = DEFAULT_HOST, port: int = 8765, labels: Path | None = None
-) -> None:
-    """Serve the viewer of a game or of a study folder until interrupted."""
-    server = uvicorn.Server(_config(run, host, port, labels))
-    server.run()
-
-
 @dataclass
 class BackgroundViewer:
     """A viewer served from a thread of this process (for a game being played)."""
 
     url: str
+    port: int
     server: uvicorn.Server
     thread: threading.Thread
 
@@ -58,39 +101,93 @@ class BackgroundViewer:
         self.server.should_exit = True
         self.thread.join(timeout=5)
 
+    def wait(self) -> None:
+        """Block until the server ends (Ctrl-C in the calling thread interrupts it)."""
+        while self.thread.is_alive():
+            self.thread.join(timeout=0.5)
+
 
 def start_background(
-    run: Path, host: str = DEFAULT_HOST, port: int | None = None, labels: Path | None = None
+    run: Path,
+    host: str = DEFAULT_HOST,
+    port: int | None = None,
+    labels: Path | None = None,
+    fallback: bool = False,
 ) -> BackgroundViewer:
     """Serve the viewer from a daemon thread; return once it accepts connections.
 
     `run` is a game's folder, or a study folder (one holding `manifest.json`), which
     gets the page listing its games. The viewer only reads the folder, so it never
     waits on or slows the game's step loop (see `benchmarks/viewer.py`).
+
+    Args:
+        run: The folder to show.
+        host: Address to listen on (loopback by default).
+        port: Port to listen on; None for a free one.
+        labels: Where hand labels go (default `RUN/labels/`).
+        fallback: When `port` is taken, serve on a free port instead of refusing.
+
+    Raises:
+        ViewerError: `port` is taken (without `fallback`), or the server did not start.
     """
     Path(run).mkdir(parents=True, exist_ok=True)
-    port = port or free_port(host)
-    server = uvicorn.Server(_config(run, host, port, labels))
-    # uvicorn leaves signal handling alone off the main thread: Ctrl-C stays the game's.
+    sock = listen(host, port, fallback)
+    bound = int(sock.getsockname()[1])
+    try:
+        server = uvicorn.Server(_config(run, host, bound, labels))
+    except BaseException:
+        sock.close()
+        raise
+    # uvicorn leaves signal handling alone off the main thread: Ctrl-C stays the caller's.
 
     def target() -> None:
-        asyncio.run(server.serve())
+        try:
+            asyncio.run(server.serve(sockets=[sock]))
+        finally:
+            sock.close()
 
     thread = threading.Thread(target=target, name="viewer", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise ViewerError(f"the viewer could not listen on {host}:{port}")
+            server.should_exit = True
+            raise ViewerError(f"the viewer could not start on {host}:{bound}")
         time.sleep(0.02)
-    return BackgroundViewer(url=f"http://{host}:{port}/", server=server, thread=thread)
+    shown = f"[{host}]" if ":" in host else host
+    return BackgroundViewer(
+        url=f"http://{shown}:{bound}/", port=bound, server=server, thread=thread
+    )
+
+
+def serve(
+    run: Path,
+    host: str = DEFAULT_HOST,
+    port: int | None = DEFAULT_PORT,
+    labels: Path | None = None,
+    fallback: bool = False,
+    on_start: Callable[[BackgroundViewer], None] | None = None,
+) -> None:
+    """Serve the viewer of a game or of a study folder until interrupted (Ctrl-C).
+
+    `on_start` is called with the running viewer (its address) before serving.
+    """
+    viewer = start_background(run, host, port, labels, fallback)
+    try:
+        if on_start is not None:
+            on_start(viewer)
+        viewer.wait()
+    finally:
+        viewer.stop()
 
 
 __all__ = [
     "DEFAULT_HOST",
+    "DEFAULT_PORT",
     "BackgroundViewer",
     "ViewerError",
     "free_port",
+    "listen",
     "serve",
     "start_background",
 ]

@@ -36,39 +36,11 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from annotation.viewer.app import STATIC, create_app
+from controller.record import log_progress
 from controller.tournament.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 
 LIVE_POLL_S = 1.0
 """How often the study stream looks at the manifest and the running games' logs."""
-TAIL_BYTES = 65536
-"""How much of the end of a game's log is read to find its latest step."""
-
-
-def _tail_progress(events: Path) -> tuple[int | None, bool]:
-    """(latest step, whether the game has ended) from the end of a game's log."""
-    try:
-        with events.open("rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - TAIL_BYTES))
-            lines = fh.read().splitlines()
-    except OSError:
-        return None, False
-    step: int | None = None
-    over = False
-    for raw in reversed(lines):
-        try:
-            e = json.loads(raw)
-        except ValueError:
-            continue  # a line cut by the tail window or still being written
-        if not isinstance(e, dict):
-            continue
-        over = over or e.get("kind") == "game_end"
-        if step is None and isinstance(e.get("step"), int):
-            step = int(e["step"])
-        if step is not None:
-            break
-    return step, over
 
 
 class StudyRecord:
@@ -126,7 +98,7 @@ class StudyRecord:
             cached = self._progress.get(run)
             if cached is not None and cached[0] == key:
                 return cached[1]
-        value = _tail_progress(events)
+        value = log_progress(events)
         with self._lock:
             self._progress[run] = (key, value)
         return value

@@ -248,11 +248,21 @@ def _run_study(
     """Run the study's pending games with progress shown; print the result line."""
     from controller.tournament.capacity import machine_capacity
     from controller.tournament.display import Progress
-    from controller.tournament.estimate import arm_estimate
+    from controller.tournament.estimate import arm_estimate, game_seconds
     from controller.tournament.runner import Runner
+    from controller.tournament.stats import arm_status, format_status
 
     r = spec.runner
-    with Progress(executor.slots, live=False if args.plain else None) as progress:
+    budgets = {a.name: a.config.rules.max_steps for a in arms}
+    # Until a game has ended, the ETA rests on a per-game estimate from the step budgets.
+    prior = sum(game_seconds(spec.world, b) for b in budgets.values()) / max(1, len(budgets))
+    with Progress(
+        executor.slots,
+        live=False if args.plain else None,
+        out=out,
+        budgets=budgets,
+        prior_s=prior,
+    ) as progress:
         for line in notes:
             progress.note(line)
         if options.max_cost_usd is not None:
@@ -287,11 +297,15 @@ def _run_study(
         )
         result = runner.run()
         progress.update(runner.manifest, 0)
+    # The study ends with its results, as `--status` prints them, and the tables written.
+    print(format_status(arm_status(out, runner.manifest)))
+    if result.tables is not None:
+        t = result.tables
+        print(f"results: {t.games} ({t.n_games} row(s)), {t.seats} ({t.n_seats} row(s))")
     print(
         f"mineamongus tournament: {result.message}; {result.counts['done']} done, "
         f"{result.counts['invalid']} invalid, {result.counts['failed']} failed, "
-        f"{result.counts['pending']} pending; spent ${result.spent_usd:.2f}; "
-        f"results: mineamongus collect {out}",
+        f"{result.counts['pending']} pending; spent ${result.spent_usd:.2f}",
         file=sys.stderr,
     )
     return result.exit_code

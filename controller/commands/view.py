@@ -20,7 +20,13 @@ def add_parser(sub: Any) -> None:
         metavar="RUN|STUDY",
         help="the folder a game wrote (--out of play), or a study folder (--out of tournament)",
     )
-    p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="port to listen on; refused when taken (default 8765, or a free port when "
+        "8765 is taken)",
+    )
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -37,7 +43,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve the viewer until Ctrl-C."""
-    from annotation.viewer.server import ViewerError, serve
+    from annotation.viewer.server import DEFAULT_PORT, BackgroundViewer, ViewerError, serve
     from annotation.viewer.study import is_study
 
     if not (args.run / "events.jsonl").is_file() and not is_study(args.run):
@@ -47,9 +53,26 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    print(f"viewer: http://{args.host}:{args.port}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
+
+    def started(viewer: BackgroundViewer) -> None:
+        if args.port is None and viewer.port != DEFAULT_PORT:
+            print(
+                f"port {DEFAULT_PORT} is in use (another viewer?); serving on {viewer.port}",
+                file=sys.stderr,
+            )
+        print(f"viewer: {viewer.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+
     try:
-        serve(args.run, args.host, args.port, args.labels)
+        # An explicit --port is refused when taken; the default falls back to a free
+        # port. Either way the address printed is the one this process listens on.
+        serve(
+            args.run,
+            args.host,
+            args.port if args.port is not None else DEFAULT_PORT,
+            args.labels,
+            fallback=args.port is None,
+            on_start=started,
+        )
     except ViewerError as exc:
         print(f"mineamongus: {exc}", file=sys.stderr)
         return 2

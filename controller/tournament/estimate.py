@@ -105,3 +105,17 @@ def format_cost(cost: float | None, known: float) -> str:
     if cost is not None:
         return f"${cost:,.2f}"
     return f"unknown (>= ${known:,.2f} priced)" if known > 0 else "unknown"
+
+
+# A game's wall time before any has been measured: process start-up and set-up, plus
+# each step of the budget. Measured on a busy 2-core machine (benchmarks/tournament.py:
+# about 30 s from process start to the first step and 8-9 s per step on the embedded
+# server; a fake-world game is mostly interpreter start-up). Only the progress display
+# uses it, until the first game of the study has ended.
+_START_S = {"minecraft": 30.0, "fake": 12.0}
+_STEP_S = {"minecraft": 9.0, "fake": 0.2}
+
+
+def game_seconds(world: str, max_steps: int) -> float:
+    """A prior estimate of one game's wall seconds, from its world and step budget."""
+    return _START_S.get(world, 30.0) + _STEP_S.get(world, 9.0) * max_steps

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 from controller.checks import log_violations
+from controller.tournament.collect import CollectError, Tables, collect, remove_tables
 from controller.tournament.executors import Executor, Message
 from controller.tournament.manifest import (
     Attempt,
@@ -74,6 +75,8 @@ class RunResult:
     message: str
     spent_usd: float
     notes: list[str] = field(default_factory=list)
+    tables: Tables | None = None
+    """The result tables written at the end (None when they could not be)."""
 
 
 Notify = Callable[[str], None]
@@ -110,6 +113,10 @@ def open_study(
                 "use a new --out folder"
             )
         notes = reconcile(manifest, arms, spec.seed_list(), extend)
+        if notes:
+            # New arms or seeds: the tables no longer describe the study.
+            for path in remove_tables(out):
+                notes.append(f"removed {path} (out of date; rebuilt when the run ends)")
     text = spec_path.read_text()
     (out / SPEC_COPY).write_text(text)
     write_manifest(out, manifest)
@@ -323,6 +330,9 @@ class Runner:
         SIGINT or SIGTERM stops the run cleanly: running games are ended and left
         pending, so the same command resumes them.
         """
+        # The records are about to change: no table may outlive them (a killed runner
+        # leaves none rather than a stale one). They are rebuilt when the run ends.
+        remove_tables(self.out)
         found = cleanup_interrupted(self.out, self.manifest, self.notify)
         if found:
             self.notify(f"resuming: {found} game(s) were running when the last run stopped")
@@ -342,6 +352,24 @@ class Runner:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
             self._save()
+        result = self._result()
+        result.tables = self._tables()
+        return result
+
+    def _tables(self) -> Tables | None:
+        """Rebuild the result tables from the run folders (what `mineamongus collect` does)."""
+        if not (self.out / "games").is_dir():
+            return None
+        try:
+            return collect(self.out)
+        except (CollectError, OSError, ValueError) as exc:
+            self.notify(
+                f"result tables not written: {exc}; rebuild them with: mineamongus collect "
+                f"{self.out}"
+            )
+            return None
+
+    def _result(self) -> RunResult:
         counts = self.manifest.counts()
         spent = self.manifest.spent_usd()
         if self._interrupted.is_set():

@@ -19,7 +19,7 @@ import itertools
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -145,12 +145,13 @@ class ExperimentSpec(_Strict):
     """Timing preset of every game (`quick` or `paper`)."""
     base: dict[str, Any] = Field(default_factory=dict)
     """GameConfig values shared by every arm (nested like `GameConfig`)."""
-    seeds: list[int] | None = None
-    """Seeds every arm plays (paired seeds); or give `repetitions`."""
+    seeds: list[Annotated[int, Field(ge=0)]] | None = None
+    """Seeds every arm plays (paired seeds), non-negative integers (as `GameConfig.seed`);
+    or give `repetitions`."""
     repetitions: int | None = Field(default=None, ge=1)
     """Number of seeds `seed_start, seed_start+1, ...` when `seeds` is not given."""
-    seed_start: int = 0
-    """First seed when `repetitions` is used."""
+    seed_start: int = Field(default=0, ge=0)
+    """First seed when `repetitions` is used (non-negative)."""
     arms: list[ArmSpec] = Field(default_factory=list)
     """Explicitly listed arms."""
     sweep: SweepSpec | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -153,6 +154,27 @@ def test_too_many_workers_are_warned_about(
     err = capsys.readouterr().err
     assert code == 0, err
     assert "warning: --workers 3 exceeds what this machine holds" in err
+
+
+def test_a_study_ends_with_its_results_table_and_writes_its_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = {**SPEC, "seeds": [5], "sweep": None, "control": True}
+    spec = tmp_path / "one.yaml"
+    spec.write_text(yaml.safe_dump(one))
+    out = tmp_path / "s"
+    assert main(["tournament", str(spec), "--out", str(out), "--plain"]) == 0
+    printed = capsys.readouterr().out
+    assert "impostor win rate [95% Wilson]" in printed
+    assert re.search(r"control\s+1/1 .*\d+\.\d% \[\d+\.\d%, \d+\.\d%\] \([01]/1\)", printed)
+    games = out / "results" / "games.parquet"
+    assert f"results: {games} (1 row(s))" in printed
+    assert len(pd.read_parquet(games)) == 1
+    # Extended by a seed: the tables are rebuilt with the new game, never left stale.
+    spec.write_text(yaml.safe_dump({**one, "seeds": [5, 6]}))
+    assert main(["tournament", str(spec), "--out", str(out), "--extend", "--plain"]) == 0
+    assert "control" in capsys.readouterr().out
+    assert sorted(pd.read_parquet(games)["seed"]) == [5, 6]
 
 
 def test_max_cost_warns_when_a_model_has_no_price(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from controller.cli import play_game
 from controller.config import resolve_config
 from controller.tournament.executors import Message
 from controller.tournament.manifest import (
+    Attempt,
     ManifestError,
     read_manifest,
     write_manifest,
@@ -370,3 +372,119 @@ def test_progress_is_a_live_table_or_plain_lines(tmp_path: Path, fake_record: Pa
     drawn = live.getvalue()
     assert "t: 2/2 done" in drawn
     assert "a" in drawn and "1/1" in drawn
+
+
+def test_a_finished_run_writes_its_tables_and_an_extension_never_leaves_stale_ones(
+    tmp_path: Path, fake_record: Path
+) -> None:
+    import pandas as pd
+
+    out = tmp_path / "study"
+    games = out / "results" / "games.parquet"
+    code, runner, _ex, _ = _run(tmp_path, fake_record, lambda j, k: {})
+    assert code == EXIT_DONE and games.is_file() and (out / "results" / "seats.parquet").is_file()
+    table = pd.read_parquet(games)
+    assert sorted(zip(table.arm, table.seed, strict=True)) == [
+        ("a", 1),
+        ("a", 2),
+        ("b", 1),
+        ("b", 2),
+    ]
+    # --extend with a new arm: the old tables go at once, before any game is played.
+    spec_path = _write_spec(tmp_path / "spec.yaml", [1, 2], arms=("a", "b", "c"))
+    spec, arms, manifest, notes = open_study(spec_path, out, extend=True)
+    assert not games.exists()
+    assert any("removed" in n and "games.parquet" in n for n in notes)
+    result = Runner(
+        out,
+        spec,
+        arms,
+        manifest,
+        ScriptedExecutor(fake_record, lambda j, k: {}),
+        RunOptions(workers=1, retries=0, game_timeout_s=60, extend=True),
+    ).run()
+    assert result.exit_code == EXIT_DONE and result.tables is not None
+    table = pd.read_parquet(games)
+    assert result.tables.n_games == len(table) == 6
+    assert set(table[table.counted].arm) == {"a", "b", "c"}
+    # A table left by anything else is gone as soon as a run starts.
+    pd.DataFrame({"arm": ["stale"]}).to_parquet(games)
+    seen: list[bool] = []
+    Runner(
+        out,
+        spec,
+        arms,
+        read_manifest(out),  # type: ignore[arg-type]
+        ScriptedExecutor(fake_record, lambda j, k: {}),
+        RunOptions(workers=1, retries=0, game_timeout_s=60),
+        on_change=lambda _m, _r: seen.append(games.exists()),
+    ).run()
+    assert seen and not seen[0]
+    assert "stale" not in set(pd.read_parquet(games).arm)
+
+
+def test_eta_counts_down_from_the_start_and_running_games_show_their_step(
+    tmp_path: Path, fake_record: Path
+) -> None:
+    import io
+
+    from controller.tournament.display import Progress
+
+    spec_path = _write_spec(tmp_path / "spec.yaml", [1, 2])
+    out = tmp_path / "study"
+    _spec, _arms, m, _ = open_study(spec_path, out, extend=False)
+    t0 = 1_000_000.0
+    now = {"t": t0}
+    entry = m.games["a/seed1"]
+    entry.status = "running"
+    entry.attempts.append(Attempt(run="games/a/seed1-try1", started=t0))
+    run = out / "games" / "a" / "seed1-try1"
+    run.mkdir(parents=True)
+    lines = [json.loads(x) for x in (fake_record / "events.jsonl").read_text().splitlines()]
+    upto = [e for e in lines if e.get("step", 0) <= 3]
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in upto))
+    stream = io.StringIO()
+    p = Progress(
+        2,
+        stream=stream,
+        live=False,
+        out=out,
+        budgets={"a": 30, "b": 30},
+        prior_s=100.0,
+        clock=lambda: now["t"],
+    )
+
+    def eta_s(line: str) -> str:
+        found = re.search(r"ETA (~?[0-9hms]+)", line)
+        assert found is not None, line
+        return found.group(1)
+
+    now["t"] = t0 + 10
+    first = p.summary_line(m, 1)
+    assert eta_s(first) != "?" and "(estimate)" in first
+    now["t"] = t0 + 70
+    later = p.summary_line(m, 1)
+    # (90 s left of the running game + 3 pending x 100 s) / 2 at once, then 60 s less.
+    assert eta_s(first) == "~3m15s" and eta_s(later) == "~2m45s"
+    assert p.running_line(m) == "running: a/seed1 step 3/30"
+    p.update(m, 1)
+    assert "a/seed1 step 3/30" in stream.getvalue()
+    # Once a game has ended its wall time is the measure.
+    done = m.games["b/seed1"]
+    done.status = "done"
+    done.attempts.append(
+        entry.attempts[0].model_copy(
+            update={"run": "games/b/seed1-try1", "outcome": "done", "wall_s": 40.0}
+        )
+    )
+    now["t"] = t0 + 10
+    measured = p.summary_line(m, 1)
+    # (the 30 s the 40-s game took beyond 10 s + 2 pending x 40 s) / 2 at once.
+    assert "(estimate)" not in measured and eta_s(measured) == "55s"
+    # A game that has outrun every ended one goes at its own pace: 70 s for 3 of 30 steps.
+    now["t"] = t0 + 70
+    assert eta_s(p.summary_line(m, 1)) == "5m55s"  # (70 x 27 / 3 + 2 x 40) / 2
+    live = io.StringIO()
+    with Progress(2, stream=live, live=True, out=out, budgets={"a": 30}, prior_s=100.0) as lp:
+        lp.update(m, 1)
+    assert "seed1 step 3/30" in live.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +205,19 @@ def test_dry_run_of_a_broken_spec_exits_2_naming_the_field(
     bad.write_text("name: x\nseeds: [1]\ncontrol: true\nrunner: {retries: -1}\n")
     assert main(["tournament", str(bad), "--dry-run"]) == 2
     assert "runner.retries" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [
+        ({"seeds": [1, -1]}, "seeds.1"),
+        ({"seeds": None, "repetitions": 2, "seed_start": -2}, "seed_start"),
+    ],
+)
+def test_a_negative_seed_is_refused_naming_the_field(over: dict[str, Any], field: str) -> None:
+    # Seeds are non-negative, as `GameConfig.seed` (-1 would draw the game of seed 1).
+    with pytest.raises(
+        SpecError, match=rf"{re.escape(field)}: Input should be greater than or equal to 0"
+    ):
+        parse_spec(_spec(control=True, **over))
+    assert parse_spec(_spec(control=True, seeds=[0, 5])).seed_list() == [0, 5]

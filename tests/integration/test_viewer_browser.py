@@ -96,6 +96,37 @@ def test_frames_of_a_chosen_step_are_the_files_on_disk(
     )
 
 
+def test_a_finished_game_opens_on_its_last_step_with_its_frames(
+    browser: Any, tmp_path: Path
+) -> None:
+    from controller.cli import play_game
+
+    config = resolve_config("quick", overrides={"seed": 2, "frames": "jpg"})
+    out = tmp_path / "finished"
+    assert play_game(config, load_map(config.map), "fake", out).status == "ok"
+    last = max(e["step"] for e in _events(out))
+    on_disk = sorted(p.name for p in (out / "frames" / f"{last:04d}").iterdir())
+    assert on_disk, "the last step has frames"
+    viewer = start_background(out)
+    try:
+        open_viewer(browser, viewer.url)  # no ?step=
+        assert browser.execute_script("return document.body.dataset.step") == str(last)
+        assert browser.execute_script("return document.getElementById('scrubber').value") == str(
+            last
+        )
+        srcs = browser.execute_script(
+            "return [...document.querySelectorAll('#frames img')].map(i => i.getAttribute('src'))"
+        )
+        assert sorted(s.rsplit("/", 1)[1] for s in srcs) == on_disk
+        wait_for(
+            browser,
+            "[...document.querySelectorAll('#frames img')]"
+            ".every(i => i.complete && i.naturalWidth > 0)",
+        )
+    finally:
+        viewer.stop()
+
+
 def test_map_shows_the_living_players(
     browser: Any, served: tuple[BackgroundViewer, Path], real_scripted_run: Path
 ) -> None:

@@ -334,7 +334,8 @@ async function main () {
     if (['INPUT', 'TEXTAREA', 'SELECT'].includes(document.activeElement.tagName) && document.activeElement.id !== 'scrubber') return
     if (e.key === 'ArrowRight') { e.preventDefault(); show(state.step + 1) } else if (e.key === 'ArrowLeft') { e.preventDefault(); show(state.step - 1) } else if (e.key === ' ') { e.preventDefault(); togglePlay() } else if (e.key === 'Home') show(0); else if (e.key === 'End') show(state.meta.last_step)
   })
-  const initial = Number(new URLSearchParams(location.search).get('step') || (state.meta.over ? 0 : state.meta.last_step))
+  // A game opens on its last step, finished or live (step 0 is the set-up: no frames yet).
+  const initial = Number(new URLSearchParams(location.search).get('step') || state.meta.last_step)
   await show(initial)
   if (!state.meta.over) startLive()
   document.body.dataset.ready = '1'
