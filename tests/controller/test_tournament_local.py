@@ -236,3 +236,38 @@ def test_ray_tasks_play_the_same_games_as_local_runs(study: Path, tmp_path: Path
     assert rule_events(read_events(tmp_path / "shipped" / "events.jsonl")) == rule_events(
         read_events(study / first / "events.jsonl")
     )
+
+
+def test_a_side_at_a_dead_model_server_pauses_the_study(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every call of the impostors fails alike (connection refused): the game ends
+    invalid with that reason and the study pauses; no impostor win is counted."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])  # nobody listens once it is closed
+    impostor = {
+        "agent": "aria",
+        "args": {"backend": "openai-compatible:qwen", "base_url": f"http://127.0.0.1:{port}/v1"},
+    }
+    spec = tmp_path / "dead.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                **SPEC,
+                "seeds": [1, 2],
+                "sweep": None,
+                "arms": [{"name": "dead", "overrides": {"impostor": impostor}}],
+            }
+        )
+    )
+    out = tmp_path / "s"
+    code = main(["tournament", str(spec), "--out", str(out), "--plain"])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    manifest = read_manifest(out)
+    assert manifest.paused is not None and "every call of the side failed" in manifest.paused
+    done = [e for e in manifest.games.values() if e.status == "done"]
+    assert done == []  # nothing counted as a win
