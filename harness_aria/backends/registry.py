@@ -13,11 +13,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple, Protocol
 
-from harness_aria.backends.anthropic_backend import AnthropicBackend
 from harness_aria.backends.base import Backend, CredentialsError
 from harness_aria.backends.common import missing_key_message
 from harness_aria.backends.fake import FakeBackend
-from harness_aria.backends.openai_backend import OpenAIBackend, OpenAICompatibleBackend
 from harness_aria.backends.settings import BackendSettings
 
 VALID_FORMS = (
@@ -53,19 +51,60 @@ class BackendFactory(Protocol):
         ...
 
 
+# The provider SDKs load only when a backend of theirs is built (a scripted or offline
+# game, and every command's start-up, never pays for importing them).
+def _openai(
+    model: str,
+    /,
+    *,
+    base_url: str | None = None,
+    text_only: bool = False,
+    settings: BackendSettings | None = None,
+) -> Backend:
+    from harness_aria.backends.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(model, base_url=base_url, text_only=text_only, settings=settings)
+
+
+def _anthropic(
+    model: str,
+    /,
+    *,
+    base_url: str | None = None,
+    text_only: bool = False,
+    settings: BackendSettings | None = None,
+) -> Backend:
+    from harness_aria.backends.anthropic_backend import AnthropicBackend
+
+    return AnthropicBackend(model, base_url=base_url, text_only=text_only, settings=settings)
+
+
+def _openai_compatible(
+    model: str,
+    /,
+    *,
+    base_url: str | None = None,
+    text_only: bool = False,
+    settings: BackendSettings | None = None,
+) -> Backend:
+    from harness_aria.backends.openai_backend import OpenAICompatibleBackend
+
+    return OpenAICompatibleBackend(model, base_url=base_url, text_only=text_only, settings=settings)
+
+
 BACKENDS: Mapping[str, BackendFactory] = MappingProxyType(
     {
         "fake": FakeBackend.from_address,
-        "openai": OpenAIBackend,
-        "anthropic": AnthropicBackend,
-        "openai-compatible": OpenAICompatibleBackend,
+        "openai": _openai,
+        "anthropic": _anthropic,
+        "openai-compatible": _openai_compatible,
     }
 )
 """Backend constructors by provider name."""
 
 # Providers whose key is required; openai-compatible falls back to a dummy key.
 _KEY_ENV: Mapping[str, str] = MappingProxyType(
-    {"openai": "OPENAI_API_KEY", "anthropic": AnthropicBackend.default_key_env}
+    {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 )
 
 
