@@ -43,6 +43,8 @@ def classify(decision: AgentDecision | None, raised: str) -> tuple[str, ErrorKin
         return "the agent returned no decision", "harness"
     if decision.infrastructure:
         return decision.invalid or decision.infrastructure, "infrastructure"
+    if decision.rules_error:
+        return decision.rules_error, "rules"
     if decision.invalid:
         return decision.invalid, "model"
     return "", ""

@@ -47,6 +47,10 @@ class AgentDecision:
     deferral: str = ""
     """KILL only: why this decision sent no strike (one of `controller.events.DEFERRALS`);
     empty when it sent one."""
+    rules_error: str = ""
+    """Why the decision breaks a rule before any program is built (e.g. a vote asked
+    for outside the vote, or a move during it); logged as a `rules` failure, never
+    replaced by a move, a skip or a pass."""
 
 
 class Agent(Protocol):

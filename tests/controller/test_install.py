@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("controller", "world", "harness_aria", "annotation")
+PACKAGES = ("controller", "world", "harness_aria", "annotation", "mineamongus")
 """The import packages the project ships (pyproject's package discovery)."""
 SKIP_PARTS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 

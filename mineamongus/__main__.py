@@ -1,0 +1,7 @@
+"""`python -m mineamongus`: the `mineamongus` command."""
+
+import sys
+
+from controller.cli import main
+
+sys.exit(main())
