@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Lint, type-check and run every test (unit and integration on the real embedded server).
+# `--fast`: the same checks, then only the unit tests, in parallel (no Minecraft server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=$(bash scripts/python.sh)
-"$PY" -m ruff check controller world harness_aria annotation tests benchmarks
-"$PY" -m ruff format --check controller world harness_aria annotation tests benchmarks
+"$PY" -m ruff check controller world harness_aria annotation mineamongus tests benchmarks
+"$PY" -m ruff format --check controller world harness_aria annotation mineamongus tests benchmarks
 "$PY" -m mypy
-"$PY" -m pytest -q "$@"
+if [ "${1:-}" = "--fast" ]; then
+  # The fast lane: unit tests only (no Minecraft server), on both cores.
+  shift
+  "$PY" -m pytest -q -n 2 --ignore=tests/integration "$@"
+else
+  "$PY" -m pytest -q "$@"
+fi
