@@ -1,30 +1,43 @@
-"""Input tokens of ARIA per decision and per game, the share a provider can cache, and the
-size of the game's prompt record.
+"""What ARIA sends per decision and what a game costs, per axis setting, measured.
 
-Two measurements, both on the fake world with the default ablation spec on both sides:
+`--preset paper` plays fake-world paper games (frames on, as RQ1 runs) with the offline
+`fake` backend, once with the default RQ1 settings (both sides privileged, the crew
+with reflection on, everything else at `AriaSpec`'s defaults) and once per ablation
+(one axis or option changed on both sides), and prints per setting:
 
-1. **Fake backend** (no network): tokens are the fake's estimate (a quarter of the
-   characters of everything sent). The cacheable share is the shared prefix's part of the
-   input (the same text opens every call of a side).
-2. **Real SDKs against the local mock API** (`harness_aria/testing/mock_api.py`, 127.0.0.1
-   only): the crew on `openai:gpt-4.1-mini`, the impostors on `anthropic:claude-haiku-4-5`,
-   answered by the offline responder. The mock reports cached tokens the way each API does
-   (OpenAI: automatic, from 1024 tokens in 128-token steps; Anthropic: the block marked
-   `cache_control`, from the model's minimum), so the cached share is what the record says.
+- calls per decision (all decisions: free roam, meeting turns and ballots), and calls by
+  purpose per decision;
+- input and output tokens per call and per decision;
+- the cacheable share: input a provider would bill as cached (OpenAI: a repeated prefix
+  of the shared prefix plus the call's template of at least 1024 tokens, in 128-token
+  steps; Anthropic: the `cache_control` block, the shared prefix, from the model's
+  minimum: 4096 tokens for claude-haiku-4-5);
+- the estimated cost of a 200-step paper game on gpt-4.1-mini and claude-haiku-4-5,
+  without and with caching (the game's calls scaled to 200 steps).
 
-Run from the repository root: python -m benchmarks.aria_tokens [--seed 2] [--max-steps 40]
-[--skip-mock] [--keep DIR]
+**Tokens are estimates: characters / 4.** No package here ships the o200k (or Claude)
+vocabulary offline, and nothing may download one at run time; real tokenisers count
+numbers and punctuation as more tokens, so text errs low. A frame is counted as
+`IMAGE_TOKENS` per model (the providers' published sizing of a 640x360 picture).
+Output tokens are the fake's answers (short JSON, like the ≈ 31 tokens a call measured
+against real models). A real game's calls record the provider's `usage` instead.
+
+The figures are written to `controller/tournament/token_figures.json`, which
+`mineamongus tournament SPEC --dry-run` reads. The last line printed is
+`paper game cost: $X (gpt-4.1-mini)` for the default settings.
+
+Run from the repository root: python -m benchmarks.aria_tokens --preset paper
+[--seeds 1 2] [--only LABEL ...] [--no-write]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
 import sys
 import tempfile
-import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,104 +45,207 @@ import harness_aria.registration  # noqa: F401  (registers the `aria` agent kind
 from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import Decision, read_events
-from harness_aria.fake_answers import answer_http
-from harness_aria.prompts import estimate_tokens
-from harness_aria.testing.mock_api import MockAPIServer, RecordedRequest
+from harness_aria.backends.settings import DEFAULT_PRICES
+from harness_aria.prompts import CACHE_MINIMUM_TOKENS, estimate_tokens
 from world.spec import load_map
 
+FIGURES = Path(__file__).resolve().parent.parent / "controller/tournament/token_figures.json"
+MODELS = ("gpt-4.1-mini", "claude-haiku-4-5")
+IMAGE_TOKENS = {"gpt-4.1-mini": 390, "claude-haiku-4-5": 307}
+"""Input tokens of one 640x360 frame: gpt-4.1-mini counts 32-pixel patches (20 x 12 = 240)
+times 1.62; Anthropic about width x height / 750."""
+OPENAI_STEP = 128
+GAME_STEPS = 200
 
-def _play(out: Path, seed: int, max_steps: int, crew: dict[str, Any], imp: dict[str, Any]) -> None:
+RQ1_CREW: dict[str, Any] = {"state": "privileged", "reflection": "on", "prompt": "minimal"}
+RQ1_IMPOSTOR: dict[str, Any] = {"state": "privileged"}
+SETTINGS: dict[str, dict[str, Any]] = {
+    "default (RQ1)": {},
+    "state=ego": {"state": "ego"},
+    "memory=window": {"memory": "window"},
+    "planning=hierarchical": {"planning": "hierarchical"},
+    "reflection=on (both)": {"reflection": "on"},
+    "prompt=deterministic": {"prompt": "deterministic"},
+    "map_detail=tables": {"map_detail": "tables"},
+    "map_detail=full": {"map_detail": "full"},
+    "module_calls=reference": {"module_calls": "reference"},
+}
+"""Each setting's change to both sides' specs, on top of the RQ1 base."""
+
+
+@dataclass
+class Tally:
+    """Calls and tokens of the games of one setting."""
+
+    steps: int = 0
+    decisions: int = 0
+    calls: int = 0
+    by_purpose: Counter[str] = field(default_factory=Counter)
+    text_in: int = 0
+    images: int = 0
+    out: int = 0
+    cacheable: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODELS, 0))
+
+    def tokens_in(self, model: str) -> int:
+        """Input tokens on a model (text estimate plus its frame size)."""
+        return self.text_in + self.images * IMAGE_TOKENS[model]
+
+    def cost(self, model: str, cached: bool) -> float:
+        """Cost of a 200-step game on a model (this tally scaled to 200 steps)."""
+        price = DEFAULT_PRICES[model]
+        tin = self.tokens_in(model)
+        hit = self.cacheable[model] if cached else 0
+        usd = price.cost(uncached_in=tin - hit, cached_in=hit, out=self.out)
+        return usd * GAME_STEPS / max(1, self.steps)
+
+
+def _text(run: Path, sha: str | None, cache: dict[str, int]) -> int:
+    if not sha:
+        return 0
+    if sha not in cache:
+        cache[sha] = estimate_tokens((run / "prompts" / f"{sha}.txt").read_text())
+    return cache[sha]
+
+
+def _openai_cached(prefix_tokens: int) -> int:
+    minimum = CACHE_MINIMUM_TOKENS["gpt-4.1-mini"]
+    if prefix_tokens < minimum:
+        return 0
+    return minimum + (prefix_tokens - minimum) // OPENAI_STEP * OPENAI_STEP
+
+
+def tally_run(run: Path, tally: Tally) -> None:
+    """Add one game's decisions and calls to a tally."""
+    sizes: dict[str, int] = {}
+    seen_openai: set[tuple[str, str]] = set()
+    seen_anthropic: set[str] = set()
+    steps = 0
+    for d in read_events(run / "events.jsonl"):
+        if not isinstance(d, Decision):
+            continue
+        steps = max(steps, d.step)
+        tally.decisions += 1
+        for call in d.calls:
+            sent = call.get("sent") or {}
+            prefix = _text(run, sent.get("prefix_sha256"), sizes)
+            system = _text(run, sent.get("system_sha256"), sizes)
+            user = _text(run, sent.get("user_sha256"), sizes)
+            tally.calls += 1
+            tally.by_purpose[call["purpose"]] += 1
+            tally.text_in += prefix + system + user
+            tally.images += 1 if sent.get("image_sha256") else 0
+            tally.out += int(call.get("tokens_out", 0))
+            # OpenAI: the prefix and the call's template repeat (same texts, same order).
+            key = (str(sent.get("prefix_sha256")), str(sent.get("system_sha256")))
+            if key in seen_openai:
+                tally.cacheable["gpt-4.1-mini"] += _openai_cached(prefix + system)
+            seen_openai.add(key)
+            # Anthropic: only the `cache_control` block (the shared prefix).
+            psha = str(sent.get("prefix_sha256"))
+            if psha in seen_anthropic and prefix >= CACHE_MINIMUM_TOKENS["claude-haiku-4-5"]:
+                tally.cacheable["claude-haiku-4-5"] += prefix
+            seen_anthropic.add(psha)
+    tally.steps += steps + 1
+
+
+def play(out: Path, seed: int, change: dict[str, Any]) -> None:
+    """One fake-world paper game of a setting, with the fake backend on both sides."""
     config = resolve_config(
-        "quick",
+        "paper",
         overrides={
             "seed": seed,
-            "frames": "off",
-            "rules": {"max_steps": max_steps},
-            "crew": crew,
-            "impostor": imp,
+            "frames": "jpg",
+            "crew": {"backend": "fake", "spec": {**RQ1_CREW, **change}},
+            "impostor": {"backend": "fake", "spec": {**RQ1_IMPOSTOR, **change}},
         },
     )
-    started = time.perf_counter()
-    result = play_game(config, load_map("skeld"), "fake", out)
-    print(
-        f"  played seed {seed}: {result.status} {result.ending or ''} in {result.steps} steps "
-        f"({time.perf_counter() - started:.1f} s)",
-        file=sys.stderr,
-    )
+    play_game(config, load_map("skeld"), "fake", out)
 
 
-def _figures(out: Path, label: str) -> None:
-    roles = json.loads((out / "summary.json").read_text())["roles"]
-    prompts = out / "prompts"
-    prefix_tokens: dict[str, int] = {}
-    per_decision: list[int] = []
-    by_side: dict[str, dict[str, int]] = {}
-    total_in = total_prefix = 0
-    for d in read_events(out / "events.jsonl"):
-        if not isinstance(d, Decision) or not d.calls:
-            continue
-        side = "crew" if roles[d.agent] == "crewmate" else "impostors"
-        acc = by_side.setdefault(side, {"in": 0, "cached": 0, "calls": 0})
-        tokens = 0
-        for call in d.calls:
-            tokens += int(call.get("tokens_in", 0))
-            acc["in"] += int(call.get("tokens_in", 0))
-            acc["cached"] += int(call.get("tokens_cached", 0))
-            acc["calls"] += 1
-            sha = (call.get("sent") or {}).get("prefix_sha256")
-            if sha:
-                if sha not in prefix_tokens:
-                    prefix_tokens[sha] = estimate_tokens((prompts / f"{sha}.txt").read_text())
-                total_prefix += prefix_tokens[sha]
-        total_in += tokens
-        per_decision.append(tokens)
-    size = sum(p.stat().st_size for p in prompts.glob("*.txt"))
-    files = len(list(prompts.glob("*.txt")))
-    print(f"{label}:")
-    print(
-        f"  decisions with model calls: {len(per_decision)}; mean input tokens per decision: "
-        f"{statistics.mean(per_decision):.0f} (median {statistics.median(per_decision):.0f})"
-    )
-    print(f"  input tokens per game: {total_in}")
-    print(f"  shared prefix: {max(prefix_tokens.values(), default=0)} tokens (estimated)")
-    print(f"  share cacheable (shared prefix / input): {total_prefix / max(1, total_in):.1%}")
-    for side, acc in sorted(by_side.items()):
-        print(
-            f"  {side}: {acc['calls']} calls, {acc['in']} input tokens, {acc['cached']} cached "
-            f"({acc['cached'] / max(1, acc['in']):.1%})"
-        )
-    print(f"  prompt record: {files} texts, {size / 1024:.0f} KiB in {prompts}")
+def figures(t: Tally) -> dict[str, Any]:
+    """The per-setting figures printed and written to `token_figures.json`."""
+    d, c = max(1, t.decisions), max(1, t.calls)
+    return {
+        "decisions_per_game": round(t.decisions * GAME_STEPS / max(1, t.steps), 1),
+        "calls_per_decision": round(t.calls / d, 3),
+        "calls_per_decision_by_purpose": {
+            p: round(n / d, 3) for p, n in sorted(t.by_purpose.items())
+        },
+        "tokens_out_per_call": round(t.out / c, 1),
+        "tokens_out_per_decision": round(t.out / d, 1),
+        "models": {
+            m: {
+                "tokens_in_per_call": round(t.tokens_in(m) / c, 1),
+                "tokens_in_per_decision": round(t.tokens_in(m) / d, 1),
+                "cached_share": round(t.cacheable[m] / max(1, t.tokens_in(m)), 3),
+                "game_cost_usd": round(t.cost(m, cached=False), 4),
+                "game_cost_cached_usd": round(t.cost(m, cached=True), 4),
+            }
+            for m in MODELS
+        },
+    }
 
 
 def main() -> int:
-    """Run the measurements and print their figures."""
+    """Play the settings' games and print (and write) their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=2)
-    parser.add_argument("--max-steps", type=int, default=40)
-    parser.add_argument("--skip-mock", action="store_true", help="only the fake backend")
+    parser.add_argument("--preset", choices=["paper"], default="paper")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--only", nargs="*", default=None, help="setting labels to run")
+    parser.add_argument("--no-write", action="store_true", help="do not write the figures")
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="aria-tokens-"))
-    print(f"runs in {root}", file=sys.stderr)
-    _play(root / "fake", args.seed, args.max_steps, {"backend": "fake"}, {"backend": "fake"})
-    _figures(root / "fake", "fake backend (token estimate: characters / 4)")
-    if args.skip_mock:
-        return 0
-    os.environ.setdefault("OPENAI_API_KEY", "sk-mock-benchmark")
-    os.environ.setdefault("ANTHROPIC_API_KEY", "mock-benchmark")
-
-    def respond(request: RecordedRequest) -> str:
-        return answer_http(request.body)
-
-    with MockAPIServer(respond) as api:
-        _play(
-            root / "mock",
-            args.seed,
-            args.max_steps,
-            {"backend": "openai:gpt-4.1-mini", "base_url": api.openai_base_url},
-            {"backend": "anthropic:claude-haiku-4-5", "base_url": api.anthropic_base_url},
+    print(
+        f"fake-world paper games, seeds {args.seeds}, frames on, fake backend; tokens are "
+        f"characters / 4 (frames: {IMAGE_TOKENS} tokens each); runs in {root}"
+    )
+    table: dict[str, Any] = {}
+    for label, change in SETTINGS.items():
+        if args.only and label not in args.only:
+            continue
+        tally = Tally()
+        for seed in args.seeds:
+            out = root / label.replace(" ", "_").replace("(", "").replace(")", "") / str(seed)
+            play(out, seed, change)
+            tally_run(out, tally)
+        f = figures(tally)
+        table[label] = {"spec_change": change, **f}
+        purposes = ", ".join(f"{p} {n:.2f}" for p, n in f["calls_per_decision_by_purpose"].items())
+        print(f"\n{label}  (change on both sides: {change or 'none'})")
+        print(
+            f"  calls per decision {f['calls_per_decision']:.2f} ({purposes}); "
+            f"{f['decisions_per_game']:.0f} decisions per 200-step game"
         )
-    _figures(root / "mock", "real SDKs against the mock API (cached as each API reports)")
+        print(
+            f"  output tokens: {f['tokens_out_per_call']:.0f} per call, "
+            f"{f['tokens_out_per_decision']:.0f} per decision"
+        )
+        for m, v in f["models"].items():
+            print(
+                f"  {m}: input {v['tokens_in_per_call']:.0f} per call, "
+                f"{v['tokens_in_per_decision']:.0f} per decision; cacheable "
+                f"{v['cached_share']:.0%}; 200-step game ${v['game_cost_usd']:.3f} "
+                f"(with caching ${v['game_cost_cached_usd']:.3f})"
+            )
+    if not args.no_write and not args.only:
+        doc = {
+            "about": "Written by `python -m benchmarks.aria_tokens --preset paper`: fake-world "
+            "paper games, fake backend, frames on; tokens are characters / 4 plus a "
+            "per-model frame size; per setting of ARIA's spec (changes on both sides of "
+            "the RQ1 base). Read by `tournament --dry-run` (controller/tournament/estimate.py).",
+            "seeds": args.seeds,
+            "game_steps": GAME_STEPS,
+            "image_tokens": IMAGE_TOKENS,
+            "rq1_base": {"crew": RQ1_CREW, "impostor": RQ1_IMPOSTOR},
+            "settings": table,
+        }
+        FIGURES.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"\nwrote {FIGURES}")
+    default = table.get("default (RQ1)")
+    if default is not None:
+        cost = default["models"]["gpt-4.1-mini"]["game_cost_usd"]
+        print(f"paper game cost: ${cost:.3f} (gpt-4.1-mini)")
     return 0
 
 

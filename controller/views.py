@@ -105,6 +105,8 @@ class StateView(BaseModel):
     seen_before: dict[str, Sighting] = {}
     """Ego: where each player was last in the field of view (free roam only)."""
     rooms: dict[str, list[str]] | None = None
+    """Privileged: the room connections (data only; `to_text` leaves them out, since the
+    prompt's shared prefix states them once for every call)."""
     tasks: list[TaskLocation] | None = None
     last_seen: dict[str, Sighting] | None = None
     """Privileged: the roster's last-known position of every player known so far."""
@@ -159,22 +161,25 @@ class StateView(BaseModel):
                 f"  {_cap(who)}: {s.room} ({s.pos[0]:.1f}, {s.pos[2]:.1f}), step {s.step}"
                 for who, s in sorted(self.seen_before.items())
             ]
-        if self.rooms is not None:
-            lines.append("Map (room: connected rooms):")
-            lines += [f"  {room}: {', '.join(adj)}" for room, adj in self.rooms.items()]
+        # `rooms` is not rendered: the room connections are told once per call, in the
+        # side's shared prompt prefix (`harness_aria.prompts.shared_prefix`).
         if self.tasks is not None:
+            # Pending ones only: how many are done is on the "Your tasks done" line.
             lines.append("Your tasks:")
             lines += [
                 f"  station {t.station} in {t.room} at ({t.pos[0]:.1f}, {t.pos[2]:.1f})"
-                f"{' (done)' if t.done else ''}"
                 for t in self.tasks
-            ]
+                if not t.done
+            ] or ["  all done"]
         if self.last_seen is not None:
             lines.append("Players you have seen (roster: last-known position, step):")
             known = self.last_seen
             for who in self.roster or sorted(known):
                 s = known.get(who)
                 dead = " (dead)" if who in self.dead else ""
+                if dead:  # where the dead lie is in "Dead players" and "Bodies"
+                    lines.append(f"  {_cap(who)}: dead")
+                    continue
                 lines.append(
                     f"  {_cap(who)}: {s.room} ({s.pos[0]:.1f}, {s.pos[2]:.1f}), step {s.step}"
                     f" ({_ago(self.step - s.step)}){dead}"

@@ -31,7 +31,6 @@ from harness_aria.modules import MODULES, Module, ModuleResult
 from harness_aria.modules.kill import KillModule
 from harness_aria.modules.surveillance import SurveillanceModule
 from harness_aria.planner import HierarchicalPlanner, Planner, ReactivePlanner
-from harness_aria.prompts import load_prompt
 from harness_aria.reflection import MeetingReflection, NoReflection, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
@@ -114,16 +113,6 @@ class AriaAgent:
             "spec": self.spec.model_dump(),
         }
 
-    def _persona(self, obs: Observation) -> str:
-        team = (
-            f"Your fellow impostors: {', '.join(obs.teammates)}."
-            if obs.teammates
-            else "You do not know who the impostors are."
-        )
-        return load_prompt("persona", "common").render(
-            name=obs.agent.capitalize(), role=obs.role, team_line=team, **self.rules
-        )
-
     def _allowed(self, obs: Observation) -> list[str]:
         allowed = []
         # `obs` is the filtered observation: an ego impostor is offered KILL only with a
@@ -161,7 +150,10 @@ class AriaAgent:
             spec=self.spec,
             backend=self.backend,
             geometry=self.geometry,
-            persona=self._persona(obs),
+            # No persona: the state view opens with who the agent is, its role and its
+            # fellow impostors, and the shared prefix holds the rules, so the call's
+            # system text is the module's template alone (the same for the whole side).
+            persona="",
             obs=obs,
             view_text=view_text,
             memory=self.memory,

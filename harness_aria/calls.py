@@ -195,6 +195,9 @@ class CallSetup:
 
     shared_prefix: str = ""
     store: PromptStore | None = None
+    separate_prefix: bool = True
+    """Send the prefix as its own first system message (the cached block); False opens
+    the call's own system text with it instead."""
     failures: FailureStreak = field(default_factory=FailureStreak)
     """The side's run of identical failures (one side, one setup: see `FailureStreak`)."""
 
@@ -400,9 +403,12 @@ async def ask(
     use_image = image is not None and backend.vision
     # Only the templates carry picture wording; the user text (state, memory) is data.
     system = picture_wording(system, use_image)
+    prefix = setup.shared_prefix if setup.separate_prefix else ""
+    if setup.shared_prefix and not setup.separate_prefix:
+        system = setup.shared_prefix + "\n\n" + system
     messages: list[Message] = []
-    if setup.shared_prefix:
-        messages.append(Message(role="system", text=setup.shared_prefix))
+    if prefix:
+        messages.append(Message(role="system", text=prefix))
     messages += [
         Message(role="system", text=system),
         Message(role="user", text=user, images=[image] if use_image and image else []),
@@ -413,7 +419,7 @@ async def ask(
     store = setup.store
     put = store.put if store is not None else sha256_text
     refs = PromptRefs(
-        prefix_sha256=put(setup.shared_prefix) if setup.shared_prefix else None,
+        prefix_sha256=put(prefix) if prefix else None,
         system_sha256=put(system),
         user_sha256=put(user),
         image_sha256=hashlib.sha256(image).hexdigest() if use_image and image else None,

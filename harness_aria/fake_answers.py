@@ -44,7 +44,11 @@ from harness_aria.prompts import COLORS
 _MODULES = re.compile(r"Modules you may choose: ([A-Z, ]+)\.")
 _STATIONS = re.compile(r"Stations you may use: (.+)$", re.M)
 _STATION = re.compile(r"(\d+) in ([a-z0-9_]+)")
+_OWN_TASK = re.compile(r"^  station (\d+) in ([a-z0-9_]+) at \([^)]*\)$", re.M)
+"""A pending task of a privileged view's "Your tasks" list (done ones end "(done)")."""
 _ROOMS = re.compile(r"Rooms: ([a-z0-9_, ]+)\.")
+_ROOM_LINE = re.compile(r"^- ([a-z0-9_]+): [a-z0-9_, ]+$", re.M)
+"""A room of the shared prefix's room list (`- medbay: upper_engine, cafeteria`)."""
 _TASKS_DONE = re.compile(r"Your tasks done: (\d+)/(\d+)")
 _ME = re.compile(
     r"^You are (\w+), an? (crewmate|impostor)(?: \(fellow impostors: ([^)]*)\))?\.", re.M
@@ -110,7 +114,8 @@ def answer(request: ModelRequest) -> str:
     """A valid JSON answer for the request's purpose."""
     system = _system(request)
     user = "\n".join(m.text for m in request.messages if m.role == "user")
-    return answer_for(request.purpose or infer_purpose(system), system, user)
+    prefix = "\n".join(m.text for m in request.messages if m.role == "system")
+    return answer_for(request.purpose or infer_purpose(system), system, user, prefix)
 
 
 def answer_http(body: dict[str, object]) -> str:
@@ -135,7 +140,7 @@ def answer_http(body: dict[str, object]) -> str:
             users.append(str(content))
     # The last system text is the call's own (see `_system`).
     own = texts[-1] if texts else ""
-    return answer_for(infer_purpose(own), own, "\n".join(users))
+    return answer_for(infer_purpose(own), own, "\n".join(users), "\n".join(texts))
 
 
 # ---------------------------------------------------------------------- what it is told
@@ -256,13 +261,16 @@ def _pick(options: list[str], *key: object) -> str | None:
 
 
 # ---------------------------------------------------------------------- the answers
-def answer_for(purpose: str, system: str, user: str = "") -> str:
-    """A valid JSON answer to an ARIA prompt of the given purpose."""
+def answer_for(purpose: str, system: str, user: str = "", prefix: str = "") -> str:
+    """A valid JSON answer to an ARIA prompt of the given purpose.
+
+    `prefix` is every system text of the request (the shared prefix's room list is read
+    from it, for a planner target); only the call's own `system` steers the answer."""
     t = read_told(system, user)
     impostor = t.impostor
     out: dict[str, object]
     if purpose == "planner":
-        out = _planner(t, system, user)
+        out = _planner(t, system, user, _ROOM_LINE.findall(prefix))
     elif purpose == "planner_long":
         out = {
             "strategy": "isolate a lone crewmate and kill it unseen; fake tasks in between"
@@ -310,7 +318,7 @@ def answer_for(purpose: str, system: str, user: str = "") -> str:
     return json.dumps(out)
 
 
-def _planner(t: Told, system: str, user: str) -> dict[str, object]:
+def _planner(t: Told, system: str, user: str, rooms: list[str]) -> dict[str, object]:
     found = _MODULES.search(system)
     allowed = [m.strip() for m in found.group(1).split(",")] if found else []
     if t.impostor:
@@ -324,16 +332,28 @@ def _planner(t: Told, system: str, user: str) -> dict[str, object]:
         halfway = bool(done) and int(done.group(1)) * 2 == int(done.group(2))  # type: ignore[union-attr]
         if halfway or t.suspect():
             order.insert(1, "EMERGENCY")
+    if t.impostor and "REPORT" in allowed and t.bodies:
+        # Self-report or walk away (what the impostor's report question used to decide).
+        victim = min(t.bodies, key=t.bodies.__getitem__)
+        if not _report(t, f"body of {victim}")["should_report"] and "MOVE" in allowed:
+            allowed = [m for m in allowed if m != "REPORT"]
     module = next((m for m in order if m in allowed), allowed[0] if allowed else "MOVE")
+    target: object = None
+    if module == "MISSION":
+        target = _mission(t, system, user)["station"]
+    elif module == "MOVE" and rooms:
+        move = _move(t, "Rooms: " + ", ".join(rooms) + ".")
+        target = move["follow"] or move["room"]
     out: dict[str, object] = {
         "module": module,
-        "target": None,
+        "target": target,
         "reasoning": f"fake: {module.lower()}",
     }
     if t.impostor:
         out["intent"] = {
             "KILL": "kill a crewmate while nobody watches",
-            "REPORT": "deal with the body so it does not point at me",
+            "REPORT": "report the body to look innocent",
+            "MOVE": "leave the body behind" if t.bodies else "keep moving to find a target",
         }.get(module, f"look busy: {module.lower()}")
     if '"plan"' in system:
         out["plan"] = "keep going"
@@ -374,9 +394,11 @@ def _report(t: Told, system: str) -> dict[str, object]:
     }
 
 
-def _mission(t: Told, system: str) -> dict[str, object]:
+def _mission(t: Told, system: str, user: str = "") -> dict[str, object]:
     listed = _STATIONS.search(system)
     stations = [(int(s), r) for s, r in _STATION.findall(listed.group(1))] if listed else []
+    if not stations:  # a privileged crewmate's planner: its pending tasks are in the view
+        stations = [(int(s), r) for s, r in _OWN_TASK.findall(user)]
     here = [s for s, r in stations if r == t.room]
     if t.impostor:
         # Half the time a station in this room (seen busy where it is), else anywhere.

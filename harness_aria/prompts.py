@@ -11,7 +11,7 @@ import string
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from controller.config import RulesConfig
@@ -60,17 +60,31 @@ def load_prompt(name: str, style: str) -> Prompt:
 COLORS = ("red", "blue", "green", "pink", "orange", "yellow", "black", "white")
 
 
-def _map_sections(geometry: ShipGeometry) -> dict[str, str]:
+MapDetail = Literal["none", "tables", "full"]
+"""How much of the map the shared prefix describes (`AriaSpec.map_detail`)."""
+
+
+def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
     rooms = list(geometry.rooms)
     adjacency = geometry.adjacency()
+    bx, _, bz = geometry.button_pos()
+    values = {
+        "room_lines": "\n".join(
+            f"- {room}: {', '.join(adjacency.get(room, [])) or 'none'}" for room in rooms
+        ),
+        "button_x": f"{bx:.1f}",
+        "button_z": f"{bz:.1f}",
+        "map_extra": "",
+    }
+    if detail == "none":
+        return values
     rects = {r.name: r.rect for r in geometry.spec.rooms}
-    room_lines = []
+    room_detail_lines = []
     for room in rooms:
         x, _, z = geometry.room_center(room)
         rect = rects.get(room)
         size = f"{rect.x1 - rect.x0}x{rect.z1 - rect.z0} blocks" if rect is not None else "?"
-        near = ", ".join(adjacency.get(room, [])) or "none"
-        room_lines.append(f"- {room}: ({x:.1f}, {z:.1f}); {size}; connected to {near}")
+        room_detail_lines.append(f"- {room}: ({x:.1f}, {z:.1f}); {size}")
     distance_lines = []
     for i, a in enumerate(rooms):
         parts = []
@@ -100,39 +114,66 @@ def _map_sections(geometry: ShipGeometry) -> dict[str, str]:
             parts.append(f"{b_id}: {length:.0f}" if length is not None else f"{b_id}: -")
         if parts:
             station_distance_lines.append(f"- from {a_id}: " + ", ".join(parts))
-    x0, z0, _, _ = geometry.bounds
-    bx, _, bz = geometry.button_pos()
-    return {
-        "ascii_map": geometry.render_ascii(),
-        "map_x0": str(x0),
-        "map_z0": str(z0),
-        "corridor_lines": "\n".join(corridor_lines) or "- none",
-        "station_distance_lines": "\n".join(station_distance_lines),
-        "room_lines": "\n".join(room_lines),
-        "distance_lines": "\n".join(distance_lines),
-        "station_lines": "\n".join(station_lines),
-        "button_x": f"{bx:.1f}",
-        "button_z": f"{bz:.1f}",
-    }
+    extra = [
+        load_prompt("map_tables", "common").render(
+            room_detail_lines="\n".join(room_detail_lines),
+            corridor_lines="\n".join(corridor_lines) or "- none",
+            distance_lines="\n".join(distance_lines),
+            station_lines="\n".join(station_lines),
+            station_distance_lines="\n".join(station_distance_lines),
+        )
+    ]
+    if detail == "full":
+        x0, z0, _, _ = geometry.bounds
+        extra.append(
+            load_prompt("map_full", "common").render(
+                ascii_map=geometry.render_ascii(), map_x0=x0, map_z0=z0
+            )
+        )
+    values["map_extra"] = "\n" + "\n".join(extra)
+    return values
 
 
-def shared_prefix(geometry: ShipGeometry, rules: RulesConfig) -> str:
-    """The text every call of a side starts with: rules, map and answer formats.
+_ROLE_NOTES: dict[str, dict[str, str]] = {
+    "crewmate": {"witness_note": "", "private_note": "", "conduct_note": ""},
+    "impostor": {
+        "witness_note": " (a witness check that is not a clear `false` counts as a witness)",
+        "private_note": "- `intent` fields are private: nobody else ever reads them.\n",
+        "conduct_note": "- You may lie in meetings; your private `intent` fields must be true.",
+    },
+}
+
+
+def shared_prefix(
+    geometry: ShipGeometry,
+    rules: RulesConfig,
+    role: str = "crewmate",
+    map_detail: MapDetail = "none",
+) -> str:
+    """The text every call of a side starts with: rules, rooms and how answers are read.
 
     It is identical for every agent of a side and every call of a game (nothing about
-    the agent or the moment is in it), so a provider's prompt cache can hold it; it is
-    kept above the largest cache minimum of the priced models (see `CACHE_MINIMUM_TOKENS`).
+    the agent or the moment is in it), so a provider's prompt cache can hold it once it
+    is long enough (see `CACHE_MINIMUM_TOKENS`). It holds what the reference's prompts
+    carry (rules, room adjacency, how answers are read) and, only when `map_detail` asks
+    for them, the extras: `tables` adds room sizes and centres, corridors, walking
+    distances between rooms and between stations, and the stations; `full` adds an
+    ASCII map as well. No answer format is in it: each question carries its own, and a
+    crewmate's prefix says nothing of the impostors' private fields.
 
     Args:
         geometry: The map.
         rules: The game's rules (the numbers quoted).
+        role: The side's role (`crewmate` or `impostor`).
+        map_detail: `none`, `tables` or `full`.
 
     Returns:
         The rendered text.
     """
     values: dict[str, Any] = rules.model_dump()
     values["colors"] = ", ".join(COLORS[: rules.n_players])
-    values.update(_map_sections(geometry))
+    values.update(_map_sections(geometry, map_detail))
+    values.update(_ROLE_NOTES["impostor" if role == "impostor" else "crewmate"])
     return load_prompt("shared", "common").render(**values)
 
 
@@ -150,6 +191,11 @@ CACHE_MINIMUM_TOKENS: dict[str, int] = {
 
 
 def estimate_tokens(text: str) -> int:
-    """A rough token count (a quarter of the characters; real tokenisers count the map's
-    numbers and punctuation as more tokens, so this errs low)."""
+    """An estimate of a text's tokens: characters / 4.
+
+    No package on this machine ships an `o200k_base` (or Claude) vocabulary offline, and
+    nothing may download one at run time (`tiktoken` would), so estimates are a quarter of
+    the characters. Real tokenisers count numbers and punctuation as more tokens, so this
+    errs low on tables; a provider's `usage` in the call record is the measured figure.
+    """
     return len(text) // 4

@@ -60,9 +60,10 @@ class AriaArgs(BaseModel):
     record_prompts: bool = True
     """Store every prompt text in the run folder (`prompts/<sha256>.txt`)."""
     shared_prefix: bool = True
-    """Open every call with the side's shared prefix (rules, map, answer formats; about
-    4200 tokens, long enough for every priced model's prompt cache). Off saves input
-    tokens on servers that cache nothing, at the price of a terser statement of the rules."""
+    """Send the side's shared prefix (rules, rooms, how answers are read; see
+    `harness_aria.prompts.shared_prefix`) as its own first system message, the block a
+    provider caches (Anthropic: marked `cache_control`). Off: the same text opens the
+    call's own system message instead (nothing is left out either way)."""
 
     @field_validator("backend")
     @classmethod
@@ -124,8 +125,9 @@ class AriaKind:
             if args.record_prompts and context.run_dir is not None
             else None
         )
-        prefix = shared_prefix(context.geometry, rules) if args.shared_prefix else ""
-        setup = CallSetup(shared_prefix=prefix, store=store)
+        role = "impostor" if context.side == "impostor" else "crewmate"
+        prefix = shared_prefix(context.geometry, rules, role, args.spec.map_detail)
+        setup = CallSetup(shared_prefix=prefix, store=store, separate_prefix=args.shared_prefix)
         backend = HarnessedBackend(build_backend(args), setup)
 
         def make(agent_id: str) -> Agent:

@@ -33,6 +33,21 @@ class AriaSpec(BaseModel):
     """`on`: reflection after each meeting and a skill memory of programs that worked."""
     prompt: Literal["deterministic", "minimal"] = "minimal"
     """`deterministic`: tactics spelled out; `minimal`: rules and output format only."""
+    map_detail: Literal["none", "tables", "full"] = "none"
+    """How much of the map the shared prefix describes, beyond what the reference's
+    prompts carry (rules and room adjacency, always told): `none` (default, as the
+    reference); `tables`: room centres and sizes, corridor extents, walking distances
+    between rooms and between task stations, and every station's position; `full`:
+    those and an ASCII drawing of the map. An option of the state axis: an experiment
+    that gives agents the map says so in its spec."""
+    module_calls: Literal["needed", "reference"] = "needed"
+    """When a module asks the model its own question after the planner. `needed`
+    (default): only where the module needs the model: the KILL witness scan, MEETING's
+    speech, the VOTE ballot, SURVEILLANCE of a frame (with no frame sent, what is in
+    sight is in the state view already and is noted without a call), and MOVE or
+    MISSION only when the planner's `target` names no usable room, player or station.
+    REPORT and EMERGENCY carry out the planner's choice. `reference`: every module asks
+    (MOVE, MISSION, REPORT and EMERGENCY too), as the reference implementation does."""
     ego_range: float = Field(default=12.0, gt=0)
     """Ego: how far (blocks) the field of view reaches in what the agent is told; the
     observation carries nothing beyond the rules' `vision_radius` (12 by default)."""

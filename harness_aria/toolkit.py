@@ -55,6 +55,8 @@ class Toolkit:
     backend: Backend
     geometry: ShipGeometry
     persona: str
+    """Text before the module's template in the call's system part ('' for none: who the
+    agent is, its role and team, opens the state view, so ARIA agents send none)."""
     obs: Observation
     view_text: str
     memory: Memory
@@ -88,16 +90,19 @@ class Toolkit:
     async def ask(
         self, purpose: str, prompt: Prompt, *, image: bool = False, extra: str = "", **values: str
     ) -> dict[str, Any] | None:
-        """Ask the model; the persona and the template form a stable prefix for caching."""
+        """Ask the model: the module's template is the call's system text (after the
+        side's shared prefix), the state view, memory, skills and plan its user text."""
         temperature, max_tokens = BUDGETS.get(purpose, (0.2, 256))
-        system = self.persona + "\n\n" + prompt.render(**values)
+        system = prompt.render(**values).strip()
+        if self.persona:
+            system = self.persona.strip() + "\n\n" + system
         user = self.context() + (f"\n\n{extra}" if extra else "")
         record = await ask(
             self.backend,
             purpose=purpose,
             system=system,
             user=user,
-            prompts=[load_prompt("persona", "common"), prompt],
+            prompts=[prompt],
             image=self.image if image else None,
             max_tokens=max_tokens,
             temperature=temperature,

@@ -95,9 +95,8 @@ class SemanticMemory:
             lines.append(f"  {player}: {b.suspicion:.2f}{last}{claim}")
         if len(lines) == 1:
             lines.append("  none yet")
-        if self.meetings:
-            lines.append("Meetings so far:")
-            lines += [f"  {m}" for m in self.meetings]
+        # `meetings` (the server's meeting lines) is kept but not rendered: the state
+        # view's "Earlier meetings" states every meeting already, with its ballots.
         if self.actions:
             lines.append("What you did:")
             lines += [f"  step {s}: {t}" for s, t in list(self.actions)[-OWN_ACTIONS_SHOWN:]]

@@ -50,6 +50,21 @@ def reader(tk: Toolkit, answer: dict[str, Any]) -> AnswerReader:
     return AnswerReader(answer)
 
 
+def planner_target(tk: Toolkit) -> AnswerReader | None:
+    """A reader of the planner's `target` (as a one-field answer `{"target": ...}`) whose
+    normalisations go onto the planner call's record; None unless the spec's
+    `module_calls` is `needed` and the planner named a target."""
+    if tk.spec.module_calls != "needed":
+        return None
+    planner = next((c for c in reversed(tk.calls) if c.purpose == "planner" and c.parsed), None)
+    if planner is None or planner.parsed is None:
+        return None
+    target = planner.parsed.get("target")
+    if target in (None, "", "null"):
+        return None
+    return AnswerReader({"target": target}, planner.normalised)
+
+
 def text(answer: dict[str, Any], key: str) -> str:
     """A string field of an answer ('' if missing or not a string)."""
     value = answer.get(key)

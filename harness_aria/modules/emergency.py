@@ -18,6 +18,14 @@ class EmergencyModule:
                 invalid="EMERGENCY chosen but the button is not available",
                 memo="button not available",
             )
+        if tk.spec.module_calls == "needed":
+            # The planner's EMERGENCY is the decision to call: no second question.
+            return ModuleResult(
+                actions=[{"op": "press_button"}],
+                reasoning=choice.reasoning,
+                narration=choice.intent,
+                memo="called an emergency meeting",
+            )
         role = "impostor" if tk.impostor else "crewmate"
         answer = await tk.ask("emergency", tk.prompt(f"emergency_{role}"), image=True)
         if answer is None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_aria.modules.base import ModuleResult, failed, reader
+from harness_aria.modules.base import ModuleResult, failed, planner_target, reader
+from harness_aria.planner.base import station_listing
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -26,7 +27,11 @@ class MissionModule:
                 return ModuleResult(
                     invalid="MISSION chosen but all tasks are done", memo="no task left"
                 )
-        listing = "; ".join(f"{s} in {tk.geometry.station_room(s)}" for s in stations)
+        given = planner_target(tk)
+        if given is not None and (station := given.station("target", stations)) is not None:
+            # The planner named the station: no second question (`module_calls: needed`).
+            return _use(tk, station, reasoning=choice.reasoning, intent=choice.intent)
+        listing = station_listing(tk, stations)
         answer = await tk.ask(
             "mission",
             tk.prompt("mission"),
@@ -46,12 +51,17 @@ class MissionModule:
                 f", not one of {stations}",
                 memo="no task",
             )
-        actions: list[dict[str, Any]] = [{"op": "use_station", "station": station}]
-        if not tk.impostor:
-            actions.append({"op": "look", "behind": True})
-        return ModuleResult(
-            actions=actions,
-            reasoning=read.text("objective"),
-            narration=read.text("intent"),
-            memo=f"{'faked' if tk.impostor else 'did'} task at station {station}",
-        )
+        return _use(tk, station, reasoning=read.text("objective"), intent=read.text("intent"))
+
+
+def _use(tk: Toolkit, station: int, *, reasoning: str, intent: str) -> ModuleResult:
+    """Use a station; crewmates look around afterwards."""
+    actions: list[dict[str, Any]] = [{"op": "use_station", "station": station}]
+    if not tk.impostor:
+        actions.append({"op": "look", "behind": True})
+    return ModuleResult(
+        actions=actions,
+        reasoning=reasoning,
+        narration=intent,
+        memo=f"{'faked' if tk.impostor else 'did'} task at station {station}",
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness_aria.modules.base import ModuleResult, failed, reader
+from harness_aria.modules.base import ModuleResult, failed, planner_target, reader
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -16,6 +16,12 @@ class MoveModule:
         obs = tk.obs
         rooms = list(tk.geometry.rooms)
         living = [p for p in obs.players if p not in obs.known_dead and p != obs.agent]
+        given = planner_target(tk)
+        if given is not None:
+            # The planner named where to go: no second question (`module_calls: needed`).
+            follow, room = given.choice("target", living), given.choice("target", rooms)
+            if follow or room:
+                return _walk(tk, follow, room, reasoning=choice.reasoning, intent=choice.intent)
         answer = await tk.ask(
             "move",
             tk.prompt("move"),
@@ -31,22 +37,24 @@ class MoveModule:
         read = reader(tk, answer)
         follow = read.choice("follow", living)
         room = read.choice("room", rooms)
-        actions: list[dict[str, object]]
-        if follow:
-            actions = [{"op": "follow", "agent": follow, "distance": 3.0, "ticks": 100}]
-            memo = f"followed {follow}"
-        elif room:
-            actions = [{"op": "go_to", "room": room}]
-            memo = f"went to {room}"
-        else:
+        if not (follow or room):
             return ModuleResult(
                 invalid=f"move answer names no known room or player: {answer}", memo="no move"
             )
-        if not tk.impostor:
-            actions.append({"op": "look", "behind": True})
-        return ModuleResult(
-            actions=actions,
-            reasoning=read.text("reasoning"),
-            narration=read.text("intent"),
-            memo=memo,
-        )
+        return _walk(tk, follow, room, reasoning=read.text("reasoning"), intent=read.text("intent"))
+
+
+def _walk(
+    tk: Toolkit, follow: str | None, room: str | None, *, reasoning: str, intent: str
+) -> ModuleResult:
+    """Follow a player (preferred) or walk to a room; crewmates look around afterwards."""
+    actions: list[dict[str, object]]
+    if follow:
+        actions = [{"op": "follow", "agent": follow, "distance": 3.0, "ticks": 100}]
+        memo = f"followed {follow}"
+    else:
+        actions = [{"op": "go_to", "room": room}]
+        memo = f"went to {room}"
+    if not tk.impostor:
+        actions.append({"op": "look", "behind": True})
+    return ModuleResult(actions=actions, reasoning=reasoning, narration=intent, memo=memo)

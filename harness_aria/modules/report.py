@@ -26,6 +26,15 @@ class ReportModule:
             if choice.target and choice.target.lower() in bodies
             else min(bodies, key=lambda v: math.dist(obs.pos, bodies[v]))
         )
+        if tk.spec.module_calls == "needed":
+            # The planner's REPORT is the decision to report (an impostor that would
+            # rather walk away chooses MOVE): no second question.
+            return ModuleResult(
+                actions=[{"op": "report", "body": victim}],
+                reasoning=choice.reasoning,
+                narration=choice.intent,
+                memo=f"reported {victim}'s body",
+            )
         role = "impostor" if tk.impostor else "crewmate"
         answer = await tk.ask("report", tk.prompt(f"report_{role}"), image=True, victim=victim)
         if answer is None:

@@ -22,7 +22,15 @@ class SurveillanceModule:
         )
 
     async def observe(self, tk: Toolkit) -> None:
-        """Judge the current frame (what is behind after the turn) into memory."""
+        """Judge the current frame (what is behind after the turn) into memory.
+
+        With no frame to judge (frames off, text-only) and `module_calls: needed`, what
+        is in sight is already in the state view the planner reads this step; it is
+        noted from the view without a call."""
+        if tk.image is None and tk.spec.module_calls == "needed":
+            seen = sorted(tk.obs.visible_players)
+            tk.memory.note(tk.obs.step, f"looked around: saw {', '.join(seen) or 'nobody'}.")
+            return
         answer = await tk.ask("surveillance", tk.prompt("surveillance"), image=True)
         if answer is None:
             return

@@ -18,6 +18,29 @@ class Planner(Protocol):
         ...
 
 
+def stations(tk: Toolkit) -> list[int]:
+    """The stations MISSION may use: a crewmate's pending tasks, any for an impostor."""
+    if tk.impostor:
+        return tk.geometry.station_ids()
+    return [s for s in tk.obs.tasks if s not in tk.obs.tasks_done]
+
+
+def station_listing(tk: Toolkit, ids: list[int]) -> str:
+    """`3 in admin; 5 in medbay`: the stations by number and room."""
+    return "; ".join(f"{s} in {tk.geometry.station_room(s)}" for s in ids)
+
+
+def planner_values(tk: Toolkit, allowed: list[str]) -> dict[str, str]:
+    """The placeholders of a planner template: the modules offered and, with MISSION
+    among them, the stations it may use (so a MISSION target names one), unless the
+    state view lists them already (a privileged crewmate's "Your tasks")."""
+    line = ""
+    listed = not tk.impostor and tk.spec.state == "privileged"
+    if "MISSION" in allowed and not listed and (ids := stations(tk)):
+        line = f"\nStations you may use: {station_listing(tk, ids)}"
+    return {"modules": ", ".join(allowed), "stations_line": line}
+
+
 def parse_choice(answer: dict[str, Any], allowed: list[str]) -> Choice | None:
     """A Choice from a planner answer, or None if it names no allowed module."""
     module = name_of(answer, "module", allowed)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness_aria.modules.base import text
-from harness_aria.planner.base import parse_choice
+from harness_aria.planner.base import parse_choice, planner_values
 from harness_aria.toolkit import Choice, Toolkit
 
 PLAN_FIELD = ', "plan": "your next few steps in one sentence"'
@@ -36,11 +36,13 @@ class HierarchicalPlanner:
         self.calls += 1
         tk.plan_text = self._text()
         role = "impostor" if tk.impostor else "crewmate"
+        values = planner_values(tk, allowed)
         answer = await tk.ask(
             "planner",
             tk.prompt(f"planner_{role}"),
-            modules=", ".join(allowed),
             plan_field=PLAN_FIELD,
+            modules=values["modules"],
+            stations_line=values["stations_line"],
         )
         choice = parse_choice(answer, allowed) if answer is not None else None
         if choice is not None:

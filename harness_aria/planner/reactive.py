@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness_aria.planner.base import parse_choice
+from harness_aria.planner.base import parse_choice, planner_values
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -15,8 +15,13 @@ class ReactivePlanner:
     async def choose(self, tk: Toolkit, allowed: list[str]) -> Choice | None:
         """Ask which module to run."""
         role = "impostor" if tk.impostor else "crewmate"
+        values = planner_values(tk, allowed)
         answer = await tk.ask(
-            "planner", tk.prompt(f"planner_{role}"), modules=", ".join(allowed), plan_field=""
+            "planner",
+            tk.prompt(f"planner_{role}"),
+            plan_field="",
+            modules=values["modules"],
+            stations_line=values["stations_line"],
         )
         choice = parse_choice(answer, allowed) if answer is not None else None
         if choice is not None:

@@ -91,7 +91,6 @@ def test_state_axis_changes_what_is_sent(tmp_path: Path) -> None:
     _, priv, _ = play(tmp_path / "p", AriaSpec(state="privileged"), rules={"max_steps": 2})
     ego_text, priv_text = "\n".join(ego.texts("planner")), "\n".join(priv.texts("planner"))
     for marker in (
-        "Map (room: connected rooms)",
         "Your tasks:",
         "Players you have seen (roster",
         "In sight now:",

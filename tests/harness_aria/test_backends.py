@@ -851,7 +851,10 @@ def test_shared_prefix_is_cached_from_the_second_call(
 
     api = mock_api(['{"ok": 1}'])
     inner = make_backend(address, base_url=base_url_for(api, address), settings=fast)
-    prefix = shared_prefix(ShipGeometry(load_map("skeld")), RulesConfig())
+    # Long enough for every priced model's cache minimum (Claude Haiku 4.5: 4096 tokens);
+    # ARIA's own lean prefix is shorter, and a provider caches it only past the minimum.
+    rules = shared_prefix(ShipGeometry(load_map("skeld")), RulesConfig(), map_detail="full")
+    prefix = rules + "\n" + rules[: len(rules) // 2]
     backend = HarnessedBackend(inner, CallSetup(shared_prefix=prefix))
 
     async def two() -> list[Any]:

@@ -92,7 +92,7 @@ def run(
 ) -> tuple[ModuleResult, Toolkit]:
     backend = FakeBackend("t", script=list(answers))
     tk = Toolkit(
-        spec=AriaSpec(),
+        spec=AriaSpec(module_calls="reference"),
         backend=backend,
         geometry=GEOMETRY,
         persona="persona",
@@ -417,7 +417,9 @@ def sloppy(request: Any) -> str:
             value = "true" if value else "false"
         elif key == "room" and isinstance(value, str):
             value = value.replace("_", " ").title()
-        elif key == "station" and isinstance(value, int):
+        elif (
+            key in ("station", "target") and isinstance(value, int) and not isinstance(value, bool)
+        ):
             value = f"station {value}"
         elif key == "vote_target" and value == "skip":
             value = "Skip."
@@ -448,7 +450,7 @@ def test_a_sloppy_but_sensible_model_loses_no_decision(tmp_path: Any) -> None:
     calls = [c for d in with_calls for c in d.calls]
     assert all("json: code fence" in c["normalised"] for c in calls)
     notes = [n for c in calls for n in c["normalised"]]
-    assert any(n.startswith("station: 'station ") for n in notes)
+    assert any(n.startswith(("station: 'station ", "target: 'station ")) for n in notes)
     for d in decisions:  # a crewmate that said "true" reports; it never walks away
         if d.module == "REPORT" and d.calls and '"should_report": "true"' in d.raw:
             assert d.program and d.program[0]["op"] == "report"

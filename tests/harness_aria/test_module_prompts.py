@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from importlib import resources
@@ -49,13 +50,25 @@ def test_picture_wording_is_kept_when_a_picture_is_sent() -> None:
     assert picture_wording(plain, with_picture=False) == plain  # data is left alone
 
 
-def test_shared_prefix_meets_every_priced_models_cache_minimum() -> None:
+def test_shared_prefix_is_lean_by_default_and_the_map_extras_are_options() -> None:
     prefix = shared_prefix(GEOMETRY, RulesConfig())
-    assert estimate_tokens(prefix) >= max(CACHE_MINIMUM_TOKENS.values())
     assert prefix == shared_prefix(GEOMETRY, RulesConfig())  # stable: nothing per call
-    for room in GEOMETRY.rooms:
-        assert room in prefix
+    for room, near in GEOMETRY.adjacency().items():
+        assert f"- {room}: {', '.join(near)}" in prefix  # room adjacency, as the reference
     assert not PICTURE_WORDS.search(prefix)
+    # The reference's prompts carry no map drawing, distance tables or corridor lists.
+    for extra in ("Walking distance", "Corridors", "```"):
+        assert extra not in prefix
+    assert estimate_tokens(prefix) < 1000
+    tables = shared_prefix(GEOMETRY, RulesConfig(), map_detail="tables")
+    full = shared_prefix(GEOMETRY, RulesConfig(), map_detail="full")
+    assert "Walking distance" in tables and "```" not in tables
+    assert "Walking distance" in full and "```" in full
+    assert estimate_tokens(prefix) < estimate_tokens(tables) < estimate_tokens(full)
+    # A crewmate's prefix names no impostor-only field; the impostors' explains them.
+    impostor = shared_prefix(GEOMETRY, RulesConfig(), role="impostor")
+    assert "intent" not in prefix and "intent" in impostor
+    assert max(CACHE_MINIMUM_TOKENS.values()) > estimate_tokens(impostor)
 
 
 def test_prompt_store_deduplicates_and_is_atomic(tmp_path: Path) -> None:
@@ -96,7 +109,7 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
         assert sent["image_sha256"] is None
         prefixes.add(sent["prefix_sha256"])
         assert call["finish_reason"] == "stop" and "max_tokens" in call["settings"]
-    assert len(prefixes) == 1  # one shared prefix for the whole game
+    assert len(prefixes) == 2  # one shared prefix per side (crewmates', impostors')
     for sha, text in stored.items():
         assert not PICTURE_WORDS.search(text), sha
     size = sum(p.stat().st_size for p in folder.glob("*.txt"))
@@ -111,3 +124,51 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
             f"\nprompt record: {len(calls)} calls, {len(stored)} texts, {size / 1024:.0f} KiB "
             f"stored for {texts_sent / 1024:.0f} KiB sent ({size / texts_sent:.0%})"
         )
+
+
+def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
+    tmp_path: Path,
+) -> None:
+    """Every call of a game holds the rules, each room's connections, the state view and
+    its one answer format exactly once; a crewmate's calls name no impostor-only field or
+    module (the private `intent`, KILL, the witness scan)."""
+    config = resolve_config(
+        "quick",
+        overrides={
+            "seed": 1,
+            "frames": "off",
+            "rules": {"max_steps": 40},
+            "crew": {"backend": "fake"},
+            "impostor": {"backend": "fake"},
+        },
+    )
+    play_game(config, load_map("skeld"), "fake", tmp_path)
+    roles = json.loads((tmp_path / "summary.json").read_text())["roles"]
+    stored = tmp_path / "prompts"
+    purposes: dict[str, set[str]] = {"crewmate": set(), "impostor": set()}
+    rooms = GEOMETRY.adjacency()
+    for d in read_events(tmp_path / "events.jsonl"):
+        if not isinstance(d, Decision):
+            continue
+        for call in d.calls:
+            sent = call["sent"]
+            parts = [
+                (stored / f"{sent[k]}.txt").read_text()
+                for k in ("prefix_sha256", "system_sha256", "user_sha256")
+                if sent[k]
+            ]
+            whole = "\n".join(parts)
+            role = roles[d.agent]
+            purposes[role].add(call["purpose"])
+            for section in ("## Players and sides", "## The map", "## How to answer"):
+                assert whole.count(section) == 1, (call["purpose"], section)
+            for room, near in rooms.items():
+                assert whole.count(f"- {room}: {', '.join(near)}") == 1, room
+            assert whole.count("Answer as JSON") == 1, call["purpose"]
+            assert whole.count(f"You are {d.agent.capitalize()}, a") == 1
+            assert "Map (room: connected rooms)" not in whole
+            if role == "crewmate":
+                for word in ("intent", "impostors only", "KILL", "witness", "safe to kill"):
+                    assert word not in whole, (call["purpose"], word)
+    assert {"planner", "meeting", "vote"} <= purposes["crewmate"]
+    assert "kill_scan" in purposes["impostor"]
