@@ -17,18 +17,33 @@ twice through the tournament runner, in fresh study folders, and prints:
 Run it alone on the machine (it starts real servers):
 
     flock /tmp/mau-integration.lock python benchmarks/tournament.py [--frames jpg]
+
+With `--backend ray --nodes N` it starts a Ray cluster on this machine (a head with no
+CPUs and N worker nodes of 1 CPU each, every one its own raylet, as `ray start`
+processes), plays the games there as Ray tasks, then with the local runner and N
+workers, and prints games per hour of both and their ratio (the cost of Ray's
+scheduling and of shipping records back when the folder is not shared):
+
+    python -m benchmarks.tournament --backend ray --nodes 2
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +52,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from controller.tournament.executors import LocalExecutor  # noqa: E402
+from controller.tournament.executors import Executor, LocalExecutor  # noqa: E402
 from controller.tournament.manifest import Manifest  # noqa: E402
 from controller.tournament.runner import Runner, RunOptions, open_study  # noqa: E402
 
@@ -48,7 +63,9 @@ MOVE_REQUESTS = {"run_programs"}
 RENDER_REQUESTS = {"render", "render_setup", "prepare_render"}
 
 
-def run_study(spec: Path, out: Path, workers: int) -> tuple[Manifest, float, float]:
+def run_study(
+    spec: Path, out: Path, workers: int, executor: Executor | None = None
+) -> tuple[Manifest, float, float]:
     """Run a study; return its manifest, wall seconds and the runner's CPU seconds."""
     spec_obj, arms, manifest, _ = open_study(spec, out, extend=False)
     runner = Runner(
@@ -56,7 +73,7 @@ def run_study(spec: Path, out: Path, workers: int) -> tuple[Manifest, float, flo
         spec_obj,
         arms,
         manifest,
-        LocalExecutor(workers),
+        executor or LocalExecutor(workers),
         RunOptions(workers=workers, retries=0, game_timeout_s=spec_obj.runner.game_timeout_s),
         notify=lambda line: print(f"  {line}", file=sys.stderr),
     )
@@ -150,18 +167,145 @@ def report(label: str, out: Path, manifest: Manifest, wall: float, cpu: float) -
     return {"games": games, "wall": wall, "gph": gph}
 
 
+def _tree(pid: int) -> list[Any]:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+@contextmanager
+def ray_cluster(nodes: int) -> Iterator[str]:
+    """A head (0 CPUs) and `nodes` worker nodes of 1 CPU on this machine; yields its address.
+
+    Every process is a descendant of a `ray start --block` started here, and all are
+    ended by pid when the block exits.
+    """
+    import psutil
+
+    temp = Path(tempfile.mkdtemp(prefix="maur-", dir="/tmp"))  # Ray's socket paths stay short
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    address = f"127.0.0.1:{port}"
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    common = ["ray", "start", "--node-ip-address=127.0.0.1", "--disable-usage-stats", "--block"]
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str, args: list[str]) -> None:
+        with open(temp / f"{name}.log", "wb") as log:
+            procs.append(
+                subprocess.Popen(
+                    [*common, *args],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    env=env,
+                )
+            )
+
+    def alive_nodes() -> int:
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import ray; ray.init(address={address!r}, log_to_driver=False); "
+                "print(sum(1 for n in ray.nodes() if n['Alive']))",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        tail = out.stdout.strip().splitlines()[-1:] if out.returncode == 0 else []
+        return int(tail[0]) if tail and tail[0].isdigit() else 0
+
+    try:
+        # One node at a time: raylets starting together on one machine can time out.
+        for i in range(nodes + 1):
+            if i == 0:
+                start("head", ["--head", f"--port={port}", "--num-cpus=0", f"--temp-dir={temp}"])
+            else:
+                start(f"node{i}", [f"--address={address}", "--num-cpus=1"])
+            deadline = time.monotonic() + 120
+            while alive_nodes() < i + 1:
+                if time.monotonic() > deadline or procs[-1].poll() is not None:
+                    raise RuntimeError(f"the cluster did not come up; logs in {temp}")
+                time.sleep(1)
+        os.environ["RAY_AUTH_MODE"] = "disabled"  # this process is the driver
+        yield address
+    finally:
+        every = [q for p in procs for q in _tree(p.pid)]
+        for q in every:
+            with contextlib.suppress(psutil.Error):
+                q.send_signal(signal.SIGTERM)
+        _gone, still = psutil.wait_procs(every, timeout=10)
+        for q in still:
+            with contextlib.suppress(psutil.Error):
+                q.kill()
+
+
+def ray_versus_local(spec: Path, base: Path, nodes: int) -> int:
+    """Games per hour on an N-node Ray cluster and with the local runner's N workers."""
+    import ray
+
+    from controller.tournament.ray_backend import RayExecutor
+
+    figures = {}
+    with ray_cluster(nodes) as address:
+        out = base / f"ray{nodes}"
+        print(f"running the games on {nodes} Ray node(s) into {out}", file=sys.stderr)
+        runner_spec = yaml.safe_load(spec.read_text()).get("runner", {})
+        executor = RayExecutor(
+            out,
+            address=address,
+            slots=nodes,
+            cpus_per_game=1.0,
+            memory_gb=float(runner_spec.get("memory_gb_per_game", 1.6)),
+        )
+        try:
+            manifest, wall, cpu = run_study(spec, out, nodes, executor)
+        finally:
+            if ray.is_initialized():
+                ray.shutdown()
+        figures["ray"] = report(f"ray, {nodes} node(s)", out, manifest, wall, cpu)
+    out = base / f"local{nodes}"
+    print(f"running the games with {nodes} local worker(s) into {out}", file=sys.stderr)
+    manifest, wall, cpu = run_study(spec, out, nodes)
+    figures["local"] = report(f"local, {nodes} worker(s)", out, manifest, wall, cpu)
+    on_ray, local = figures["ray"]["gph"], figures["local"]["gph"]
+    print(
+        f"ratio ray {nodes} node(s) / local {nodes} worker(s): "
+        f"{on_ray / local if local else float('nan'):.2f} "
+        f"({on_ray:.1f} vs {local:.1f} games per hour)"
+    )
+    return 0
+
+
 def main() -> int:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", choices=["off", "jpg"], default="off", help="render frames")
     parser.add_argument("--keep", type=Path, default=None, help="keep the study folders here")
+    parser.add_argument(
+        "--backend", choices=["local", "ray"], default="local", help="ray: a cluster vs local"
+    )
+    parser.add_argument("--nodes", type=int, default=2, help="--backend ray: worker nodes")
+    parser.add_argument(
+        "--spec", type=Path, default=SMOKE, help="experiment spec (default: the smoke games)"
+    )
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="mau-bench-tournament-"))
-    spec_data = yaml.safe_load(SMOKE.read_text())
+    spec_data = yaml.safe_load(args.spec.read_text())
     spec_data.setdefault("base", {})["frames"] = args.frames
     spec = base / "smoke.yaml"
     base.mkdir(parents=True, exist_ok=True)
     spec.write_text(yaml.safe_dump(spec_data))
+    if args.backend == "ray":
+        return ray_versus_local(spec, base, args.nodes)
     figures = {}
     for workers in (1, 2):
         out = base / f"workers{workers}"

@@ -34,7 +34,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("target", type=Path, metavar="SPEC|DIR", help="experiment spec or study folder")
     p.add_argument("--out", type=Path, default=None, help="study folder (records and manifest)")
     p.add_argument(
-        "--dry-run", action="store_true", help="print arms, games, tokens and cost; run nothing"
+        "--dry-run",
+        action="store_true",
+        help="print arms, games, tokens and cost (with --backend ray --ray-address: the "
+        "games the cluster runs at once); run nothing",
     )
     p.add_argument(
         "--status", action="store_true", help="per-arm progress and impostor win rate so far"
@@ -92,8 +95,9 @@ def _err(msg: str) -> int:
     return 2
 
 
-def dry_run(spec_path: Path) -> int:
-    """Print arms, games and the token and cost estimate."""
+def dry_run(spec_path: Path, ray_address: str | None = None) -> int:
+    """Print arms, games and the token and cost estimate (and, given a Ray cluster's
+    address, how many games it runs at once)."""
     from controller.tournament.estimate import arm_estimate, format_cost
     from controller.tournament.spec import expand_arms, load_spec
 
@@ -133,6 +137,18 @@ def dry_run(spec_path: Path) -> int:
             + ", ".join(sorted(unknown))
             + " (add them to the sides' settings.prices to price them)"
         )
+    if ray_address is not None:
+        from controller.tournament.capacity import cluster_capacity, format_cluster
+        from controller.tournament.ray_backend import cluster_nodes
+
+        r = spec.runner
+        try:
+            nodes = cluster_nodes(ray_address)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            return _err(f"--ray-address {ray_address}: {exc}")
+        cap = cluster_capacity(nodes, r.cpus_per_game, r.memory_gb_per_game)
+        for line in format_cluster(cap, ray_address, spec.world):
+            print(line)
     return 0
 
 
@@ -195,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             spec_path, out = target, args.out
         if args.dry_run:
-            return dry_run(spec_path)
+            return dry_run(spec_path, args.ray_address if args.backend == "ray" else None)
         if out is None:
             return _err("--out DIR is required to run a spec (or use --dry-run)")
         spec, arms, manifest, notes = open_study(spec_path, out, args.extend)

@@ -28,6 +28,8 @@ class Message:
     """`finished`: how the process ended (None when it could not run at all)."""
     error: str = ""
     """`finished` without a report: why the game could not run."""
+    shipped: bool = False
+    """`finished`: the record came back as an archive from a node without the folder."""
 
 
 class Executor(Protocol):

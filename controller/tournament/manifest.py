@@ -62,6 +62,9 @@ class Attempt(BaseModel):
     """Wall seconds of the game process."""
     violations: list[str] = Field(default_factory=list)
     """Rule breaches `controller.checks.log_violations` found in its log."""
+    shipped: bool = False
+    """Whether the game ran on a Ray node that could not see the study folder, so it
+    played into a folder on that node whose archive was shipped back and unpacked here."""
 
 
 class Entry(BaseModel):

@@ -16,6 +16,7 @@ import io
 import shutil
 import tarfile
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,9 @@ from controller.tournament.executors import Message
 from controller.tournament.process import GameJob, ProcessReport, run_game_process
 
 PROBE = ".ray-shared-probe"
+CANCEL_GRACE_S = 120.0
+"""Beyond a game's own limit (which its task enforces), the driver cancels a task that
+has still not returned: its node or worker hangs. The game then counts as failed."""
 
 
 @dataclass
@@ -66,6 +70,18 @@ def play_task(job: GameJob, folder: str, probe: str, token: str) -> RayGameResul
         return RayGameResult(report, _pack(scratch / "game"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def cluster_nodes(address: str) -> list[dict[str, Any]]:
+    """`ray.nodes()` of a running cluster (for the dry-run; disconnects after)."""
+    connected = ray.is_initialized()
+    if not connected:
+        ray.init(address=address, log_to_driver=False)
+    try:
+        return list(ray.nodes())  # type: ignore[no-untyped-call]
+    finally:
+        if not connected:
+            ray.shutdown()
 
 
 class RayExecutor:
@@ -111,30 +127,45 @@ class RayExecutor:
         self._probe = out.resolve() / PROBE
         self._probe.write_text(self._token)
         self._refs: dict[Any, tuple[str, Path]] = {}
+        self._deadlines: dict[Any, float] = {}
+        self._cancelled: set[Any] = set()
 
     def submit(self, job: GameJob, folder: Path) -> None:
         """Start one game task."""
         ref = self._task.remote(job, str(folder.resolve()), str(self._probe), self._token)
         self._refs[ref] = (job.key, folder)
+        self._deadlines[ref] = time.monotonic() + job.timeout_s + CANCEL_GRACE_S
 
     def messages(self, timeout_s: float) -> list[Message]:
         """Finished tasks since the last call (shipped records are unpacked here)."""
         if not self._refs:
             return []
+        now = time.monotonic()
+        for ref, deadline in self._deadlines.items():
+            if now > deadline and ref not in self._cancelled:
+                ray.cancel(ref, force=True)
+                self._cancelled.add(ref)
         ready, _ = ray.wait(list(self._refs), num_returns=1, timeout=timeout_s)
         if ready:
             ready, _ = ray.wait(list(self._refs), num_returns=len(self._refs), timeout=0)
         out = []
         for ref in ready:
             key, folder = self._refs.pop(ref)
+            self._deadlines.pop(ref, None)
             try:
                 result: RayGameResult = ray.get(ref)
             except Exception as exc:  # a lost node or a cancelled task: a failed game
-                out.append(Message("finished", key, error=f"ray: {type(exc).__name__}: {exc}"))
+                why = f"ray: {type(exc).__name__}: {exc}"
+                if ref in self._cancelled:
+                    why = f"no result {CANCEL_GRACE_S:g} s past the game time limit; {why}"
+                self._cancelled.discard(ref)
+                out.append(Message("finished", key, error=why))
                 continue
             if result.archive is not None:
                 unpack(result.archive, folder)
-            out.append(Message("finished", key, report=result.report))
+            out.append(
+                Message("finished", key, report=result.report, shipped=result.archive is not None)
+            )
         return out
 
     def running(self) -> int:

@@ -291,6 +291,7 @@ class Runner:
             attempt.cpu_s = r.cpu_s
             attempt.wall_s = r.wall_s
             attempt.processes = r.processes
+        attempt.shipped = m.shipped
         attempt.ended = time.time()
         if self._interrupted.is_set():
             attempt.outcome, attempt.reason = "interrupted", "the runner was stopped"
