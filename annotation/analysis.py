@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from annotation import agreement, stats
+from annotation import human as human_labels
 from annotation.codebook import codebook
 from annotation.detectors import DETECTED_ATOMS, run_detectors
-from annotation.findings import read_annotation_rows, validate_finding
+from annotation.findings import judge_statuses, read_annotation_rows, validate_finding
 from annotation.gamelog import FACT_KINDS, find_runs, game_facts, load_game
-from annotation.human import HumanLabel, read_labels
+from annotation.human import read_labels
 from annotation.report import (
     Figure,
     ReportContext,
@@ -98,25 +99,21 @@ def load_dataset(paths: list[Path], *, progress: bool = True) -> Dataset:
                 for c in (validate_finding(f, game) for f in run_detectors(game))
             ]
             on_the_fly += 1
-            judge_status = "none"
-            sources: list[str] = []
+            statuses: dict[str, str] = {}
         else:
             header, found = got
             game = load_game(folder, only=FACT_KINDS)
             gid = game.game_id
-            judge_status = str(header.get("judge_status", "none"))
-            sources = list(header.get("sources", []))
+            statuses = judge_statuses(header)  # each judge's own status: kept side by side
         f = game_facts(game)
         row = asdict(f)
         row.update({k: v for k, v in row.pop("axes").items()})
         facts.append(row)
         detected.append(gid)
-        if judge_status == "ok":
-            for s in sources:
-                if s.startswith("judge:"):
-                    judged.setdefault(s, []).append(gid)
-        elif judge_status == "failed":
-            judge_failed += 1
+        for s, st in statuses.items():
+            if st == "ok":
+                judged.setdefault(s, []).append(gid)
+        judge_failed += int(any(st != "ok" for st in statuses.values()))
         for fi in found:
             source = str(fi.get("source", ""))
             step = fi.get("step")
@@ -299,20 +296,112 @@ def _figure_freq(counts: pd.DataFrame, path: Path, title: str) -> Path:
     return path
 
 
-def _labels_counts(labels: list[HumanLabel], ds: Dataset) -> dict[str, pd.DataFrame]:
-    """Per annotator: per-game counts (games matched by id or run folder name)."""
-    by_name = {
-        Path(f).name: gid for f, gid in zip(ds.games["folder"], ds.games["game_id"], strict=True)
-    }
-    out: dict[str, pd.DataFrame] = {}
-    annotators = sorted({lab.annotator for lab in labels})
-    for who in annotators:
-        mine = [lab for lab in labels if lab.annotator == who]
-        rows = [{"game_id": by_name.get(lab.game, lab.game), "atom": lab.atom} for lab in mine]
-        games = sorted({r["game_id"] for r in rows} & set(ds.games["game_id"]))
-        df = pd.DataFrame(rows)
-        out[who] = stats.counts_table(df[df["game_id"].isin(games)], games)
-    return out
+def _per_game_freq(counts: pd.DataFrame, games: pd.DataFrame) -> pd.DataFrame:
+    """Atom frequency normalised by game length: per game, per 100 steps, per kill."""
+    t = stats.atoms_vs_kills(counts, games)
+    return pd.DataFrame(
+        {
+            "atom": t["atom"],
+            "occurrences": t["occurrences"],
+            "games_with": [int((counts[a] > 0).sum()) for a in t["atom"]],
+            "per_game": t["per_game"],
+            "per_100_steps": 100 * t["per_step"],
+            "per_kill": t["per_kill"],
+        }
+    )
+
+
+def _warnings_of(table: pd.DataFrame, key: str, limit: int = 6) -> list[Warning_]:
+    """One warning listing the rows of `table` whose `warning` column is not empty."""
+    if "warning" not in table.columns:
+        return []
+    flagged = table[table["warning"].astype(str) != ""]
+    if flagged.empty:
+        return []
+    shown = [f"{row[key]}: {row['warning']}" for _, row in flagged.head(limit).iterrows()]
+    more = f" (and {len(flagged) - limit} more; see the table)" if len(flagged) > limit else ""
+    return [Warning_(f"{len(flagged)} row(s) flagged. " + " | ".join(shown) + more)]
+
+
+def _paper_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The paper's figures beside ours: r_pb, z-tests, cross-model r, agreement."""
+    rows: list[dict[str, object]] = []
+    rpb = tables.get("rpb")
+    if rpb is not None:
+        for _, r in rpb[rpb["paper_r"].notna()].iterrows():
+            rows.append(
+                {
+                    "figure": f"r_pb atom {r['atom']} with impostor win",
+                    "source": r["source"],
+                    "paper": r["paper_r"],
+                    "ours": r["r"],
+                    "ours_low": r["ci_low"],
+                    "ours_high": r["ci_high"],
+                    "ours_p": r["p_perm"],
+                    "n": r["n_games"],
+                    "note": f"paper {int(r['paper_occurrences'])} occurrences / 192 games; "
+                    f"ours {int(r['occurrences'])}",
+                }
+            )
+    marg = tables.get("axis_marginals")
+    if marg is not None and len(marg):
+        for _, r in marg[marg["paper_delta"].notna()].iterrows():
+            rows.append(
+                {
+                    "figure": f"delta win rate {r['axis']}={r['level']} vs {r['vs']}",
+                    "source": "games",
+                    "paper": r["paper_delta"],
+                    "ours": r["delta"],
+                    "ours_low": np.nan,
+                    "ours_high": np.nan,
+                    "ours_p": r["p_one_sided"],
+                    "n": r["n_games"],
+                    "note": f"one-sided z-test ({r['alternative']}); paper p "
+                    f"{r['paper_p_one_sided']:.3f}; ours two-sided p {r['p_two_sided']:.3g}",
+                }
+            )
+    cross = tables.get("cross_model")
+    if cross is not None and len(cross):
+        for _, r in cross[cross["paper_r"].notna()].iterrows():
+            rows.append(
+                {
+                    "figure": f"cross-model r: {r['measure']}",
+                    "source": r["source"],
+                    "paper": r["paper_r"],
+                    "ours": r["r"],
+                    "ours_low": r["ci_low"],
+                    "ours_high": r["ci_high"],
+                    "ours_p": r["p"],
+                    "n": r["n_models"],
+                    "note": "Fisher-z interval; paper over 6 (atoms) or 12 models",
+                }
+            )
+    agree = tables.get("agreement")
+    if agree is not None and len(agree):
+        for _, r in agree[agree["reference"] != ""].iterrows():
+            for m, label in (
+                ("kappa", "kappa"),
+                ("f1_weighted", "weighted F1"),
+                ("spearman", "Spearman rho"),
+            ):
+                paper = r[f"paper_{m}"]
+                if pd.isna(paper):
+                    continue
+                rows.append(
+                    {
+                        "figure": f"{r['kind']} {label}",
+                        "source": r["pair"],
+                        "paper": paper,
+                        "ours": r[m],
+                        "ours_low": r[f"{m}_low"],
+                        "ours_high": r[f"{m}_high"],
+                        "ours_p": np.nan,
+                        "n": r["n_games"],
+                        "note": f"reference: {r['reference']}",
+                    }
+                )
+    cols = ["figure", "source", "paper", "ours", "ours_low", "ours_high", "ours_p", "n", "note"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def analyze(
@@ -321,6 +410,7 @@ def analyze(
     *,
     human: list[Path] | None = None,
     n_boot: int = stats.DEFAULT_BOOT,
+    n_perm: int = stats.DEFAULT_PERM,
     seed: int = 0,
     progress: bool = True,
     sections: list[Section] | None = None,
@@ -332,12 +422,16 @@ def analyze(
         out: Output folder (created).
         human: Human label files (CSV/JSONL).
         n_boot: Bootstrap resamples per interval.
-        seed: Seed of the bootstrap RNG.
+        n_perm: Random permutations per permutation p (exact nulls are enumerated).
+        seed: Seed of the bootstrap and permutation RNGs.
         progress: Progress bars on stderr.
         sections: Extra report sections (besides the discovered providers').
 
     Returns:
         The tables by name.
+
+    Raises:
+        ValueError: No games, or human labels that cannot be matched to one game each.
     """
     out.mkdir(parents=True, exist_ok=True)
     figdir = out / "figures"
@@ -346,9 +440,19 @@ def analyze(
     games = ds.games
     if games.empty:
         raise ValueError("no games to analyse")
+    dup = games[games["game_id"].duplicated(keep=False)]
+    if len(dup):
+        listed = "; ".join(f"{g} ({f})" for g, f in zip(dup["game_id"], dup["folder"], strict=True))
+        raise ValueError(
+            f"{len(dup)} run folders share a game id (a copied run?): {listed}. Every "
+            "table is keyed by game id; analyse one copy of each game"
+        )
+    labels = [lab for p in human or [] for lab in read_labels(p)]
+    # Matched before any work, so a label that names several games stops the run at once.
+    label_set = human_labels.label_counts(labels, games) if labels else None
     tables: dict[str, pd.DataFrame] = {"games": games, "findings": ds.findings}
     tables["rejected"] = ds.findings[~ds.findings["accepted"]].reset_index(drop=True)
-    tables["arm_sizes"] = stats.arm_sizes(games, n_boot=n_boot, seed=seed)
+    tables["arm_sizes"] = stats.arm_sizes(games)
     tables["facts_mismatch"] = ds.mismatches
     report: list[Section] = []
     small_arms = tables["arm_sizes"][tables["arm_sizes"]["small_sample"]]
@@ -361,15 +465,15 @@ def analyze(
                 f"{int(ds.findings['accepted'].sum())} accepted and "
                 f"{int((~ds.findings['accepted']).sum())} rejected findings."
             ),
-            Table(tables["arm_sizes"], "Games per arm"),
+            Table(tables["arm_sizes"], "Games per arm (impostor win rate, 95 % Wilson interval)"),
         ],
     )
     if len(small_arms):
         overview.blocks.append(
             Warning_(
                 f"{len(small_arms)} of {len(tables['arm_sizes'])} arm(s) have fewer than "
-                f"{stats.SMALL_SAMPLE} games: per-arm rates and the figures below are too "
-                "small a sample to read."
+                f"{stats.SMALL_SAMPLE} games or fewer than {stats.MIN_CELL} wins or losses: "
+                "per-arm rates and the figures below are too small a sample to read."
             )
         )
     if ds.on_the_fly:
@@ -402,9 +506,24 @@ def analyze(
     report.append(overview)
     valid = games[games["status"] == "ok"].reset_index(drop=True)
     valid_ids = set(valid["game_id"])
+    design = stats.design_clusters(valid)
+    overview.blocks.append(
+        Text(
+            f"Resampling units (bootstrap, logit clusters): {design.n} {design.by} "
+            f"cluster(s) over {len(valid)} valid games."
+        )
+    )
+    if design.n < stats.FEW_CLUSTERS:
+        overview.blocks.append(
+            Warning_(
+                f"Only {design.n} clusters ({design.by}): cluster-bootstrap intervals and "
+                "cluster-robust SEs are unreliable below "
+                f"{stats.FEW_CLUSTERS}; read the permutation p-values and naive SEs."
+            )
+        )
 
     per_source = _source_counts(ds)
-    rpb_all, partial_all, clusters_all = [], [], []
+    rpb_all, partial_all, kills_all, clusters_all, freq_all = [], [], [], [], []
     for name, (all_counts, _atoms) in per_source.items():
         counts = all_counts[all_counts.index.isin(valid_ids)]
         if counts.empty:
@@ -414,10 +533,15 @@ def analyze(
         tables[f"counts_{tag}"] = counts.reset_index()
         cl = stats.cluster_counts(counts.reindex(columns=codebook().letters, fill_value=0))
         clusters_all.append(cl.assign(source=name).reset_index())
-        rpb = stats.point_biserial(counts, valid, n_boot=n_boot, seed=seed).assign(source=name)
+        rpb = stats.point_biserial(counts, valid, n_boot=n_boot, n_perm=n_perm, seed=seed)
+        rpb = rpb.assign(source=name)
         part = stats.partial_point_biserial(counts, valid).assign(source=name)
+        kills = stats.atoms_vs_kills(counts, valid).assign(source=name)
+        freq = _per_game_freq(counts, valid).assign(source=name)
         rpb_all.append(rpb)
         partial_all.append(part)
+        kills_all.append(kills)
+        freq_all.append(freq)
         if len(counts) < stats.SMALL_SAMPLE:
             sec.blocks.append(
                 Warning_(
@@ -425,15 +549,43 @@ def analyze(
                     f"{stats.SMALL_SAMPLE} games are too small a sample to read."
                 )
             )
+        wins = int(rpb["wins"].iloc[0]) if len(rpb) else 0
+        losses = int(rpb["losses"].iloc[0]) if len(rpb) else 0
+        if min(wins, losses) < stats.MIN_CLASS:
+            sec.blocks.append(
+                Warning_(
+                    f"{wins} impostor win(s) and {losses} loss(es): with fewer than "
+                    f"{stats.MIN_CLASS} in a class the t-test p is anti-conservative; "
+                    "read p_perm (permutation) instead."
+                )
+            )
         sec.blocks.append(
             Figure(
                 _figure_rpb(rpb, figdir / f"rpb_{tag}.png", f"Atom-win r_pb ({name})"),
                 "Point-biserial r of each atom's per-game count with impostor win, "
-                "95 % cluster-bootstrap intervals",
+                f"95 % cluster-bootstrap intervals ({rpb['n_clusters'].iloc[0]} "
+                f"{rpb['cluster_by'].iloc[0]} clusters)",
             )
         )
-        sec.blocks.append(Table(rpb, "r_pb (scipy) with 95 % cluster-bootstrap CI"))
-        sec.blocks.append(Table(part, "Partial r_pb controlling for kills and tasks done"))
+        sec.blocks.append(
+            Table(
+                rpb,
+                "r_pb (scipy): t-test p, permutation p_perm with Holm and BH corrections "
+                "across these atoms, 95 % cluster-bootstrap CI (degenerate resamples "
+                "counted), the paper's r beside",
+            )
+        )
+        sec.blocks.extend(_warnings_of(rpb, "atom"))
+        sec.blocks.append(
+            Table(
+                kills,
+                "Atoms against kills: per kill and per step, r with the kill count, raw "
+                "r_pb beside r_pb partialled on kills and tasks done",
+            )
+        )
+        sec.blocks.append(
+            Table(freq, "Atom frequency normalised by game length (per 100 steps) and kills")
+        )
         sec.blocks.append(
             Figure(
                 _figure_freq(counts, figdir / f"freq_{tag}.png", f"Atom frequency ({name})"),
@@ -444,6 +596,8 @@ def analyze(
     if rpb_all:
         tables["rpb"] = pd.concat(rpb_all, ignore_index=True)
         tables["partial_rpb"] = pd.concat(partial_all, ignore_index=True)
+        tables["atoms_vs_kills"] = pd.concat(kills_all, ignore_index=True)
+        tables["atom_frequency"] = pd.concat(freq_all, ignore_index=True)
         tables["clusters"] = pd.concat(clusters_all, ignore_index=True)
     acc = ds.findings[ds.findings["accepted"] & ds.findings["game_id"].isin(valid_ids)]
     tables["arcs_phase"] = stats.arcs_by_phase(acc[acc["kind"] == "judge"])
@@ -466,7 +620,7 @@ def analyze(
 
     # Axes (RQ1) and models (RQ2)
     axes = Section("Ablation axes (impostor win)")
-    marg = stats.axis_marginals(valid, n_boot=n_boot, seed=seed)
+    marg = stats.axis_marginals(valid)
     tables["axis_marginals"] = marg
     tables["logit"] = stats.logistic_all_axes(valid)
     if marg.empty:
@@ -475,33 +629,52 @@ def analyze(
         if bool(marg["small_sample"].any()):
             axes.blocks.append(
                 Warning_(
-                    f"Some levels have fewer than {stats.SMALL_SAMPLE} games: too small a "
-                    "sample to read."
+                    f"Some levels have fewer than {stats.SMALL_SAMPLE} games or fewer than "
+                    f"{stats.MIN_CELL} wins or losses: too small a sample to read."
                 )
             )
         axes.blocks.append(
             Figure(
                 _figure_axes(marg, figdir / "axes.png"),
-                "Marginal impostor win rate per axis level with 95 % cluster-bootstrap CIs",
+                "Marginal impostor win rate per axis level with 95 % Wilson intervals",
             )
         )
-        axes.blocks.append(Table(marg, "Two-proportion z-tests; paired seeds: McNemar"))
+        axes.blocks.append(
+            Table(
+                marg,
+                "Two-proportion z-tests against the baseline level: p one-sided in the "
+                "paper's pre-set direction (`alternative`: the richer setting helps its "
+                "side) and two-sided; paired seeds: McNemar (two-sided); the paper beside",
+            )
+        )
+    logit_warn = tables["logit"]["warning"].astype(str)
+    if (logit_warn != "").any():
+        axes.blocks.append(Warning_("Logistic regression: " + logit_warn.iloc[0]))
     axes.blocks.append(
-        Table(tables["logit"], "Logistic regression of impostor win on all axes (cluster-robust)")
+        Table(
+            tables["logit"],
+            "Logistic regression of impostor win on all axes (se: cluster-robust with at "
+            f"least {stats.FEW_CLUSTERS} clusters, else naive; both beside)",
+        )
     )
     report.append(axes)
     models_sec = Section("Models")
-    main_counts = next(iter(per_source.values()))[0]
-    models = stats.per_model(
-        main_counts[main_counts.index.isin(valid_ids)], valid, n_boot=n_boot, seed=seed
-    )
-    tables["per_model"] = models
-    tables["cross_model"] = stats.cross_model(models, list(main_counts.columns))
-    if len(models) < 3:
+    models_all, cross_all = [], []
+    for name, (all_counts, atoms) in per_source.items():
+        counts = all_counts[all_counts.index.isin(valid_ids)]
+        ids = set(counts.index)
+        models = stats.per_model(counts, valid[valid["game_id"].isin(ids)])
+        models_all.append(models.assign(source=name))
+        cross_all.append(stats.cross_model(models, list(atoms)).assign(source=name))
+    tables["per_model"] = pd.concat(models_all, ignore_index=True)
+    tables["cross_model"] = pd.concat(cross_all, ignore_index=True)
+    n_models = valid["impostor_model"].nunique()
+    if n_models < 3:
         models_sec.blocks.append(
-            Warning_(f"{len(models)} impostor model(s): cross-model correlations need at least 3.")
+            Warning_(f"{n_models} impostor model(s): cross-model correlations need at least 3.")
         )
-    small_models = models[models["n_games"] < stats.SMALL_SAMPLE]
+    first = models_all[0]
+    small_models = first[first["n_games"] < stats.SMALL_SAMPLE]
     if len(small_models):
         models_sec.blocks.append(
             Warning_(
@@ -510,9 +683,18 @@ def analyze(
             )
         )
     models_sec.blocks.append(
-        Figure(_figure_models(models, figdir / "models.png"), "Per-model impostor vs crew win rate")
+        Figure(_figure_models(first, figdir / "models.png"), "Per-model impostor vs crew win rate")
     )
-    models_sec.blocks.append(Table(tables["cross_model"], "Cross-model Pearson r (Fisher-z CI)"))
+    for cross in cross_all:
+        src = cross["source"].iloc[0]
+        what = "detector atoms" if src == "detector" else "judge atoms, verbal included"
+        models_sec.blocks.append(
+            Table(
+                cross,
+                f"Cross-model Pearson r over {what} ({src}): Fisher-z CI, Holm and BH "
+                "across atoms, the paper's r beside (its figures are from its judge)",
+            )
+        )
     report.append(models_sec)
 
     # Agreement
@@ -522,33 +704,68 @@ def analyze(
     for name, (counts, _) in per_source.items():
         if name == "detector":
             continue
-        t = agreement.per_atom(det_counts, counts, list(DETECTED_ATOMS)).assign(judge=name)
+        t = agreement.per_atom(
+            det_counts, counts, list(DETECTED_ATOMS), n_boot=n_boot, seed=seed
+        ).assign(judge=name)
         jd_rows.append(t)
     if jd_rows:
         tables["judge_detector_agreement"] = pd.concat(jd_rows, ignore_index=True)
         agree.blocks.append(
             Text(
                 "Per-atom agreement of the judge with the engine detectors on what the engine "
-                "can prove (κ over per-game presence, ρ over per-game counts). A judge that "
+                "can prove (κ over per-game presence, F1 of the judge against the detectors, "
+                "ρ over per-game counts, 95 % bootstrap intervals over games). A judge that "
                 "disagrees with the engine here is a judge to distrust."
             )
         )
         agree.blocks.append(Table(tables["judge_detector_agreement"], "Judge vs detectors"))
     raters: dict[str, pd.DataFrame] = {}
     kinds: dict[str, str] = {}
-    if human:
-        labels = [lab for p in human for lab in read_labels(p)]
-        for who, counts in _labels_counts(labels, ds).items():
+    if label_set is not None:
+        for who, counts in label_set.counts.items():
             raters[f"human:{who}"] = counts
             kinds[f"human:{who}"] = "human"
         for name, (counts, _) in per_source.items():
             if name != "detector":
                 raters[name] = counts
                 kinds[name] = "judge"
-        tables["agreement"] = agreement.agreement_table(raters, kinds, codebook().letters)
+        letters = codebook().letters
+        tables["agreement"] = agreement.agreement_table(
+            raters, kinds, letters, n_boot=n_boot, seed=seed
+        )
+        tables["agreement_per_atom"] = agreement.agreement_per_atom(
+            raters, kinds, letters, n_boot=n_boot, seed=seed
+        )
+        read = ", ".join(
+            f"{who}: {len(c)} read ({len(label_set.nothing_found[who])} with nothing found)"
+            for who, c in label_set.counts.items()
+        )
+        agree.blocks.append(
+            Text(
+                f"Games per annotator: {read}. A game read with nothing found counts with "
+                "every atom absent. F1 scores `other` against `reference` (a human against "
+                "a judge); f1_weighted_reversed swaps them. Intervals: 95 % bootstrap over "
+                "games."
+            )
+        )
         agree.blocks.append(
             Table(tables["agreement"], "Judge-human and human-human agreement (paper beside)")
         )
+        agree.blocks.append(
+            Table(
+                tables["agreement_per_atom"],
+                "Per-atom agreement of every pair (κ and ρ with 95 % bootstrap intervals)",
+                max_rows=120,
+            )
+        )
+        if label_set.unmatched:
+            shown = ", ".join(label_set.unmatched[:8])
+            agree.blocks.append(
+                Warning_(
+                    f"{len(label_set.unmatched)} labelled game key(s) name no analysed game "
+                    f"and were not used: {shown}"
+                )
+            )
         n_h = min((len(raters[r]) for r in raters if kinds[r] == "human"), default=0)
         if n_h < stats.SMALL_SAMPLE:
             agree.blocks.append(
@@ -557,6 +774,21 @@ def analyze(
     if not agree.blocks:
         agree.blocks.append(Text("No judge or human annotations to compare."))
     report.append(agree)
+    tables["paper_vs_ours"] = _paper_rows(tables)
+    report.insert(
+        1,
+        Section(
+            "The paper's figures beside ours",
+            [
+                Text(
+                    "Each figure the paper reports, beside ours on these games (r_pb: RQ1, "
+                    "192 games; z-tests: one-sided, as the paper pre-set them; cross-model r: "
+                    "RQ2; agreement: 48 games, two annotators). The detailed tables follow."
+                ),
+                Table(tables["paper_vs_ours"], "Paper vs ours"),
+            ],
+        ),
+    )
     report.append(
         Section(
             "Rejected findings",

@@ -57,7 +57,7 @@ async def annotate_one(
     *,
     params: DetectorParams,
     cache_dir: Path | None,
-    parse_attempts: int = 3,
+    parse_attempts: int = 2,
 ) -> GameAnnotation:
     """Annotate one run folder and write its `annotations.jsonl`."""
     game = load_game(folder)
@@ -69,21 +69,22 @@ async def annotate_one(
         detector_params=params.model_dump(),
         findings=findings,
     )
-    if judge is None:
-        # Re-running the detectors alone keeps an earlier judge's work on the same log.
-        old = read_annotations(folder)
-        if old is not None and old.content_sha256 == game.content_sha256:
-            ann.findings.extend(c for c in old.findings if c.finding.source.startswith("judge:"))
-            ann.calls = old.calls
-            ann.judge_status = old.judge_status
-            ann.sources.extend(s for s in old.sources if s.startswith("judge:"))
-    else:
+    # Every judge's findings on the same log are kept side by side: re-running the
+    # detectors keeps them all, and running a judge replaces only that judge's.
+    old = read_annotations(folder)
+    if old is not None and old.content_sha256 == game.content_sha256:
+        for source, status in sorted(old.judges.items()):
+            model = source.split(":", 1)[1]
+            ann.set_judge(
+                source,
+                "ok" if status == "ok" else "failed",
+                [c for c in old.findings if c.finding.source == source],
+                [c for c in old.calls if c.model == model],
+            )
+    if judge is not None:
         cache = JudgeCache(cache_dir or folder / CACHE_DIR_NAME)
         res = await judge_game(game, judge, cache, parse_attempts=parse_attempts)
-        ann.findings.extend(res.findings)
-        ann.calls = res.calls
-        ann.judge_status = res.status
-        ann.sources.append(f"judge:{judge.address}")
+        ann.set_judge(f"judge:{judge.address}", res.status, res.findings, res.calls)
     write_annotations(folder, ann)
     return ann
 
@@ -95,7 +96,7 @@ async def annotate_runs(
     params: DetectorParams | None = None,
     cache_dir: Path | None = None,
     concurrency: int = 4,
-    parse_attempts: int = 3,
+    parse_attempts: int = 2,
     progress: bool = True,
 ) -> AnnotateTotals:
     """Annotate every run folder at or under `paths`.
@@ -130,15 +131,26 @@ async def annotate_runs(
             ann = await annotate_one(
                 folder, judge, params=params, cache_dir=cache_dir, parse_attempts=parse_attempts
             )
+        # This run's work only: the detectors and this judge (other judges' findings
+        # kept in the file are not counted again).
+        source = f"judge:{judge.address}" if judge is not None else None
+        mine = [
+            c
+            for c in ann.findings
+            if c.finding.source.startswith("detector:") or c.finding.source == source
+        ]
         totals.games += 1
-        totals.accepted += len(ann.accepted)
-        totals.rejected += len(ann.rejected)
-        for c in ann.rejected:
-            k = _reason_key(c.reason)
-            totals.reasons[k] = totals.reasons.get(k, 0) + 1
-        if ann.judge_status == "failed":
+        totals.accepted += sum(1 for c in mine if c.accepted)
+        totals.rejected += sum(1 for c in mine if not c.accepted)
+        for c in mine:
+            if not c.accepted:
+                k = _reason_key(c.reason)
+                totals.reasons[k] = totals.reasons.get(k, 0) + 1
+        if source is not None and ann.judges.get(source) == "failed":
             totals.judge_failed.append(str(folder))
         for call in ann.calls:
+            if judge is None or call.model != judge.address:
+                continue
             totals.calls += 1
             totals.cached_calls += int(call.cached)
             totals.tokens_in += 0 if call.cached else call.tokens_in

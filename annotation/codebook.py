@@ -6,6 +6,8 @@ all read this one file, so a definition changes in one place.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -185,23 +187,151 @@ def codebook() -> Codebook:
     return load_codebook()
 
 
-def arc_stages_met(arc: Arc, atoms_in_order: list[str]) -> int:
-    """How many of an arc's stages a team's atom sequence meets, in order (greedy).
+def longest_chain(arc: Arc, atoms_in_order: Sequence[str]) -> list[tuple[int, int]]:
+    """The longest chain of the arc's stages met in order by the atoms: pairs of (stage
+    index, atom index), both increasing, each atom meeting its stage (stages may be
+    skipped, order may not be broken, one atom per stage). Not greedy: an early atom
+    that meets a first stage never blocks a longer chain through later stages.
 
     Args:
         arc: The arc.
-        atoms_in_order: The team's atom letters sorted by step.
+        atoms_in_order: Atom letters in time order.
+    """
+    stages = [set(st) for st in arc.stages]
+    n_s, n_a = len(stages), len(atoms_in_order)
+    # best[s][i]: the longest chain over stages s.. and atoms i.. (longest common
+    # subsequence, with "meets" in place of equality).
+    best = [[0] * (n_a + 1) for _ in range(n_s + 1)]
+    for s_i in range(n_s - 1, -1, -1):
+        for a_i in range(n_a - 1, -1, -1):
+            skip = max(best[s_i + 1][a_i], best[s_i][a_i + 1])
+            take = 1 + best[s_i + 1][a_i + 1] if atoms_in_order[a_i] in stages[s_i] else 0
+            best[s_i][a_i] = max(skip, take)
+    chain: list[tuple[int, int]] = []
+    s_i = a_i = 0
+    while s_i < n_s and a_i < n_a:
+        here = best[s_i][a_i]
+        if here == 0:
+            break
+        if atoms_in_order[a_i] in stages[s_i] and here == 1 + best[s_i + 1][a_i + 1]:
+            chain.append((s_i, a_i))
+            s_i, a_i = s_i + 1, a_i + 1
+        elif best[s_i + 1][a_i] == here:
+            s_i += 1
+        else:
+            a_i += 1
+    return chain
+
+
+def arc_stages_met(arc: Arc, atoms_in_order: list[str]) -> int:
+    """How many of an arc's stages an atom sequence meets, in order: the length of the
+    longest in-order chain (`longest_chain`), e.g. `[C, E, F, H, B]` meets four stages of
+    the kill cycle (C, E, F, H), not the one a greedy match on B would leave.
+
+    Args:
+        arc: The arc.
+        atoms_in_order: The atom letters sorted by step.
 
     Returns:
         The number of stages met in order (stages may be skipped; order may not be broken).
     """
-    met = 0
-    pos = 0
-    for stage in arc.stages:
-        wanted = set(stage)
-        for i in range(pos, len(atoms_in_order)):
-            if atoms_in_order[i] in wanted:
-                met += 1
-                pos = i + 1
-                break
-    return met
+    return len(longest_chain(arc, atoms_in_order))
+
+
+VICTIM_TARGETED = frozenset({"C", "E", "F", "H"})
+"""Atoms whose `target` is the crewmate acted on (the stalked, killed or left body): a
+finding of one of these naming another crewmate belongs to another kill's arc."""
+
+
+@dataclass(frozen=True)
+class ArcAtom:
+    """One accepted finding, as an arc reads it."""
+
+    step: int
+    atom: str
+    actor: str
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class KillRef:
+    """A kill, as the engine logged it."""
+
+    step: int
+    killer: str
+    victim: str
+
+
+@dataclass(frozen=True)
+class ArcChain:
+    """The longest chain of one arc tied to one kill and its killer."""
+
+    arc: str
+    actor: str
+    victim: str
+    kill_step: int
+    stages_met: int
+    stages: int
+    realised: bool
+    chain: tuple[ArcAtom, ...]
+    """The atoms of the chain, one per stage met, in stage order."""
+
+
+def kill_arcs(
+    arc: Arc,
+    atoms: Iterable[ArcAtom],
+    kills: Iterable[KillRef],
+    meetings: Sequence[tuple[int, int]] = (),
+) -> list[ArcChain]:
+    """For each kill, the longest in-order chain of the arc's stages among the killer's
+    own atoms tied to that kill.
+
+    An atom is tied to a kill when it is the killer's, lies after the killer's previous
+    kill and before its next one (and, when `meetings` are given, no later than the end
+    of the first meeting after the kill: the arc's falsification is the next meeting's),
+    and, for the victim-targeted atoms (`VICTIM_TARGETED`), names the victim or no one.
+    Atoms of one step are taken in stage order (an E and an F of the kill's step both
+    count).
+
+    Args:
+        arc: The arc.
+        atoms: The game's accepted findings.
+        kills: The game's kills.
+        meetings: (first step, last step) of each meeting, in order.
+    """
+    order = {letter: i for i, st in enumerate(arc.stages) for letter in st}
+    by_killer: dict[str, list[KillRef]] = {}
+    for k in sorted(kills, key=lambda k: k.step):
+        by_killer.setdefault(k.killer, []).append(k)
+    pool = list(atoms)
+    out = []
+    for killer, ks in sorted(by_killer.items()):
+        for i, k in enumerate(ks):
+            lo = ks[i - 1].step if i else -1
+            hi = ks[i + 1].step if i + 1 < len(ks) else None
+            after = [last for first, last in meetings if last >= k.step]
+            if after:
+                hi = min(hi, after[0] + 1) if hi is not None else after[0] + 1
+            mine = [
+                a
+                for a in pool
+                if a.actor == killer
+                and lo < a.step
+                and (hi is None or a.step < hi)
+                and not (a.atom in VICTIM_TARGETED and a.target and a.target != k.victim)
+            ]
+            mine.sort(key=lambda a: (a.step, order.get(a.atom, len(order))))
+            chain = longest_chain(arc, [a.atom for a in mine])
+            out.append(
+                ArcChain(
+                    arc=arc.name,
+                    actor=killer,
+                    victim=k.victim,
+                    kill_step=k.step,
+                    stages_met=len(chain),
+                    stages=len(arc.stages),
+                    realised=len(chain) >= arc.min_stages,
+                    chain=tuple(mine[a_i] for _s, a_i in chain),
+                )
+            )
+    return out

@@ -18,57 +18,100 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from annotation.findings import Finding
-from annotation.gamelog import Game, Pose, distance, previous_end, seen_by
+from annotation.gamelog import (
+    Game,
+    Pose,
+    distance,
+    previous_end,
+    round_first_steps,
+    seen_by,
+    start_positions,
+)
+from controller.perception import Perception
 
 
 class DetectorParams(BaseModel):
-    """The detectors' thresholds (blocks are horizontal distances, ticks are game time)."""
+    """The detectors' thresholds: blocks are horizontal distances, ticks game time (1/20 s).
+
+    Every threshold says what it decides and why it has its default. Walking speed in the
+    world is about 0.2 blocks a tick (at most 0.4 with rounding, `docs/event-log.md`);
+    pose samples are at most 10 ticks apart.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     min_witnesses: int = Field(default=1, ge=0)
-    """A: how many living crewmates must have the impostor in their field of view while
-    it uses a station for the fake task to count as a performance."""
+    """A: how many living crewmates must have the impostor in their field of view at some
+    moment while it holds the station (a visibility record stamped inside the hold, or
+    the logged poses of the hold through the game's own perception) for the fake task to
+    count as a performance. One: the codebook's 'where others can see' needs an audience,
+    and one onlooker is an audience."""
     min_move_blocks: float = Field(default=3.0, ge=0)
-    """B, D: the least a player must move over a step to count as moving."""
+    """B, D: the least a player must move over a step to count as moving: more than a
+    station's reach (1.5) and the jitter of standing still, so shuffling at a station or
+    the meeting table is not movement."""
     body_clear_blocks: float = Field(default=6.0, ge=0)
-    """B: wandering that ends within this of an unreported body is lingering, not B."""
+    """B: wandering that ends within this of an unreported body is lingering, not B:
+    half the vision radius, close enough that the body is plainly in view."""
     stalk_radius: float = Field(default=3.5, gt=0)
     """C: 'keeps close' means within this many blocks of the crewmate (the codebook's
     'about 3 blocks', plus half a block for the follow distance's overshoot)."""
-    stalk_min_samples: int = Field(default=3, ge=1)
-    """C (trace): pose samples within `stalk_radius` of the same crewmate in one step."""
+    stalk_min_ticks: int = Field(default=40, ge=0)
+    """C: the impostor keeps within `stalk_radius` of the crewmate for at least this many
+    ticks of one unbroken run of samples (2 s): two walkers passing each other cross a
+    7-block circle in under 20 ticks, so passing is never keeping with someone."""
+    stalk_min_move: float = Field(default=2.0, ge=0)
+    """C: the impostor itself moves at least this far over that run: a pursuit is walking
+    after someone, and standing at a station while a crewmate walks by is not one."""
     stalk_min_target_move: float = Field(default=2.0, ge=0)
-    """C (trace): the crewmate must move this far over those samples (two players
-    standing at one station is proximity, not stalking)."""
+    """C: the crewmate must move this far over that run (two players standing at one
+    station is proximity, not stalking)."""
+    stalk_close_gain: float = Field(default=3.0, ge=0)
+    """C: 'closing on' the crewmate: earlier in the step it was at least
+    `stalk_radius` + this many blocks away and the impostor walked at least this far
+    before the close run began (three blocks: more than a follow's own overshoot, so
+    drifting a block or two is not closing in)."""
     stalk_fallback_radius: float = Field(default=6.0, gt=0)
-    """C (no trace): a `follow` of the crewmate at `stalk_radius` or less that ran to
-    completion, or one ending within this many blocks of it."""
+    """C (no trace): a `follow` of the crewmate that ran to completion and ended within
+    this many blocks of it (end-of-step positions are all there is: half the vision
+    radius, as for B)."""
     stalk_requires_kill_within: int | None = Field(default=None, ge=0)
     """C: when set, only stalking whose target is killed within this many free-roam
     steps counts; None counts every stalk (as the paper's counts do)."""
     converge_radius: float = Field(default=8.0, gt=0)
-    """D: both impostors end the step within this of the same crewmate..."""
+    """D: both impostors end the step within this of the same crewmate (two-thirds of the
+    vision radius: both are on the victim, not merely in the same wing)..."""
     converge_gain: float = Field(default=2.0, ge=0)
-    """D: ...each having closed at least this many blocks on it during the step."""
+    """D: ...each having closed at least this many blocks on it during the step (more
+    than the jitter of two players standing still)."""
     pair_radius: float = Field(default=4.0, gt=0)
-    """D: impostors moving together stay within this many blocks of each other..."""
+    """D: impostors moving together stay within this many blocks of each other (side by
+    side or one behind the other in a corridor)..."""
     pair_fraction: float = Field(default=0.8, gt=0, le=1)
-    """D (trace): ...for at least this share of the step's common samples."""
+    """D (trace): ...for at least this share of the samples in which both walk (samples
+    while either holds a station are left out: fake-tasking side by side is not D)..."""
+    pair_min_ticks: int = Field(default=40, ge=0)
+    """D (trace): ...over at least this many ticks (2 s, as for C: long enough that
+    crossing paths is not moving together)."""
     onlooker_channel: Literal["sees", "near"] = "sees"
     """E: an onlooker is a living crewmate with the killer in its field of view (`sees`)
     or merely in 360-degree proximity (`near`)."""
     flight_blocks: float = Field(default=8.0, gt=0)
-    """F, G: leaving means reaching at least this far from the body."""
+    """F, G: leaving means reaching at least this far from the body (two-thirds of the
+    vision radius: out of easy view of anyone finding it)."""
     flight_steps: int = Field(default=1, ge=0)
     """F, G: within the kill's step or this many free-roam steps after it, with no
-    meeting in between (the meeting teleport is never flight)."""
+    meeting in between (the meeting teleport is never flight); bounds the end-of-step
+    fallback, whose positions carry no time within the step."""
     flight_window_ticks: int = Field(default=1200, ge=1)
-    """F, G: and, with trace samples, within this many ticks of the kill."""
+    """F, G: and, with trace samples, within this many ticks of the kill (one minute:
+    'at once' in the codebook, far longer than walking 8 blocks takes)."""
     bystander_radius: float = Field(default=12.0, gt=0)
-    """G: the other impostor was within this of the body at the kill."""
+    """G: the other impostor was within this of the body at the kill (the vision radius:
+    close enough to be seen near it)."""
     bystander_gain: float = Field(default=4.0, ge=0)
-    """G: and then put at least this many more blocks between itself and the body."""
+    """G: and then put at least this many more blocks between itself and the body (more
+    than wandering around the spot)."""
 
 
 class Detector(Protocol):
@@ -161,11 +204,12 @@ def _source_note(game: Game, step: int) -> str:
 
 
 def _path(game: Game, step: int, agent: str) -> list[Pose]:
-    """The agent's poses over a step, starting where the previous step ended."""
+    """The agent's poses over a step, starting where the step began (the previous step's
+    end, or the meeting table or spawn for a round's first step)."""
     pts = list(_samples(game, step, agent))
     sp = game.poses.get(step)
     if sp is not None and sp.source == "positions":
-        prev = previous_end(game, step)
+        prev = start_positions(game, step)
         if prev is not None and agent in prev.players:
             pts.insert(0, Pose(tick=prev.tick, pos=prev.players[agent].pos))
     return pts
@@ -190,52 +234,133 @@ def _f(x: float) -> str:
     return f"{x:.1f}"
 
 
+@dataclass(frozen=True)
+class Hold:
+    """A stretch an agent stood at a station holding a task (real or faked)."""
+
+    station: int
+    start: int
+    end: int
+
+
+def holds(game: Game, step: int, agent: str) -> list[Hold]:
+    """The agent's station holds in a step, from the engine's task events (`task_start`,
+    `task_done`, `task_interrupted`) and the program's `task_resume` marks (a task held
+    over a step boundary resumes without a new `task_start`); a hold still running at the
+    step's end ends there."""
+    starts = [(t.tick, t.station) for t in game.task_starts if t.step == step and t.agent == agent]
+    prog = game.programs.get((step, agent))
+    for e in prog.events if prog else []:
+        tag = str(e.get("tag", ""))
+        if e.get("kind") == "mark" and tag.startswith("task_resume:"):
+            try:
+                starts.append((int(e.get("tick", 0)), int(tag.split(":", 1)[1])))
+            except ValueError:
+                continue
+    if not starts:
+        return []
+    ends = sorted(
+        [(t.tick, t.station) for t in game.task_dones if t.step == step and t.agent == agent]
+        + [(t.tick, t.station) for t in game.task_interrupts if t.step == step and t.agent == agent]
+    )
+    last = game.step_ticks.get(step, (0, 0))[1]
+    out = []
+    for tick, station in sorted(starts):
+        end = next((t for t, st in ends if st == station and t >= tick), max(last, tick))
+        out.append(Hold(station=station, start=tick, end=end))
+    return out
+
+
+def _held(tick: int, hs: list[Hold]) -> bool:
+    return any(h.start <= tick <= h.end for h in hs)
+
+
+def _pairs(a: list[Pose], b: list[Pose]) -> list[tuple[Pose, Pose]]:
+    """Samples of two players at the same ticks, in tick order."""
+    at = {s.tick: s for s in b}
+    return [(s, at[s.tick]) for s in a if s.tick in at]
+
+
+def _runs(flags: list[bool]) -> list[tuple[int, int]]:
+    """(first, last) indices of each maximal run of True."""
+    out = []
+    start: int | None = None
+    for i, f in enumerate([*flags, False]):
+        if f and start is None:
+            start = i
+        elif not f and start is not None:
+            out.append((start, i - 1))
+            start = None
+    return out
+
+
+def _perception(game: Game) -> Perception | None:
+    geo = game.setup.geometry()
+    if geo is None:
+        return None
+    radius = float(game.setup.rules.get("vision_radius", 12.0))
+    return Perception(geo, radius)
+
+
 # ---------------------------------------------------------------------- A
+def _hold_witnesses(
+    game: Game, step: int, imp: str, hold: Hold, crew: set[str], seer: Perception | None
+) -> tuple[set[str], str]:
+    """Living crewmates that had the impostor in their field of view during the hold."""
+    watchers: set[str] = set()
+    where: list[str] = []
+    for vis in game.visibility.get(step, []):
+        if vis.cause == "meeting_seats" or not hold.start <= vis.tick <= hold.end:
+            continue
+        w = {a for a in seen_by(vis, imp) if a in crew}
+        if w:
+            where.append(f"visibility {vis.cause} tick {vis.tick}")
+        watchers |= w
+    sp = game.poses.get(step)
+    if seer is not None and sp is not None and sp.source == "trace":
+        mine = {s.tick: s.pos for s in sp.players.get(imp, []) if hold.start <= s.tick <= hold.end}
+        for x in sorted(crew):
+            for s in sp.players.get(x, []):
+                if s.tick in mine and s.yaw is not None and seer.sees(s.pos, s.yaw, mine[s.tick]):
+                    watchers.add(x)
+                    where.append(f"{x}'s pose at tick {s.tick}")
+                    break
+    return watchers, "; ".join(where[:3])
+
+
 @register("fake_mission", "A")
 def detect_fake_mission(game: Game, p: DetectorParams) -> list[Finding]:
-    """A: an impostor uses a station while living crewmates have it in view."""
+    """A: an impostor holds a station (a fake task) while living crewmates have it in
+    their field of view, judged during the hold: visibility records stamped inside it, or
+    the hold's pose samples through the game's perception (field of view, range, line of
+    sight), never the view at the step's end after it walked off."""
     out = []
     crew = _crew(game)
+    seer = _perception(game)
     for step in _free_steps(game):
         for imp in game.impostors:
             if imp not in _alive_in(game, step):
                 continue
-            station: str | None = None
-            starts = [t for t in game.task_starts if t.step == step and t.agent == imp]
-            if starts:
-                station = f"task_start station {starts[0].station} in {starts[0].room}"
-            else:
-                prog = game.programs.get((step, imp))
-                marks = [
-                    e
-                    for e in (prog.events if prog else [])
-                    if str(e.get("tag", "")).startswith(("task_start", "task_resume", "task_done"))
-                ]
-                if marks:
-                    station = f"program mark {marks[0]['tag']} at tick {marks[0].get('tick')}"
-            if station is None:
-                continue
-            watchers: set[str] = set()
-            where = ""
-            for vis in game.visibility.get(step, []):
-                if vis.cause == "meeting_seats":
+            for hold in holds(game, step, imp):
+                alive_crew = crew & game.alive_at(step, hold.start)
+                watchers, where = _hold_witnesses(game, step, imp, hold, alive_crew, seer)
+                if len(watchers) < p.min_witnesses or (not watchers and p.min_witnesses > 0):
                     continue
-                w = [a for a in seen_by(vis, imp) if a in crew]
-                if w and not where:
-                    where = f"visibility {vis.cause} tick {vis.tick}"
-                watchers.update(w)
-            if len(watchers) >= max(p.min_witnesses, 0) and (watchers or p.min_witnesses == 0):
                 out.append(
                     _finding(
                         "fake_mission",
                         "A",
                         step,
                         imp,
-                        f"step {step}: {imp} (impostor) {station}; in field of view of "
-                        f"{', '.join(sorted(watchers)) or 'nobody'} ({where or 'no visibility'})",
-                        rationale=f"station use seen by >= {p.min_witnesses} crewmate(s)",
+                        f"step {step}: {imp} (impostor) held station {hold.station} "
+                        f"(ticks {hold.start}-{hold.end}); in field of view of "
+                        f"{', '.join(sorted(watchers)) or 'nobody'} during it "
+                        f"({where or 'no record inside the hold'})",
+                        rationale=f"station use seen by >= {p.min_witnesses} crewmate(s) "
+                        "while it was held",
                     )
                 )
+                break  # one per step and actor
     return out
 
 
@@ -262,8 +387,8 @@ def detect_blend_in(game: Game, p: DetectorParams) -> list[Finding]:
             prev_step = free[i - 1] if i else None
             if (step, imp) in kill_steps or (prev_step, imp) in kill_steps:
                 continue
-            if any(t.step == step and t.agent == imp for t in game.task_starts):
-                continue
+            if holds(game, step, imp):
+                continue  # it stood at a station: A's business, never B
             path = _path(game, step, imp)
             moved = _moved(path)
             if moved < p.min_move_blocks:
@@ -302,79 +427,129 @@ def _follow_targets(game: Game, step: int, agent: str) -> dict[str, float]:
     }
 
 
+@dataclass(frozen=True)
+class _Pursuit:
+    target: str
+    ticks: int
+    how: str
+    note: str
+    reaches_end: bool
+
+
+def _pursuit(
+    pairs: list[tuple[Pose, Pose]],
+    hs: list[Hold],
+    p: DetectorParams,
+    *,
+    target: str,
+    chosen: bool,
+    ongoing: bool,
+) -> _Pursuit | None:
+    """The longest run of samples in which the impostor keeps with the crewmate as a
+    pursuit: within `stalk_radius` for `stalk_min_ticks`, both walking, the impostor not
+    holding a station, and begun by closing in, by the impostor's own `follow` of it, or
+    carried over from a pursuit at the end of the previous step. A run that starts at
+    the step's first sample without either (they left the spawn, the table or a station
+    together) is proximity, not pursuit."""
+    close = [distance(a.pos, b.pos) <= p.stalk_radius and not _held(a.tick, hs) for a, b in pairs]
+    best: _Pursuit | None = None
+    for i0, i1 in _runs(close):
+        run = pairs[i0 : i1 + 1]
+        ticks = run[-1][0].tick - run[0][0].tick
+        walked = distance(run[0][0].pos, run[-1][0].pos)
+        moved = distance(run[0][1].pos, run[-1][1].pos)
+        if ticks < p.stalk_min_ticks or walked < p.stalk_min_move:
+            continue
+        if moved < p.stalk_min_target_move:
+            continue
+        how = ""
+        for j in range(i0 - 1, -1, -1):
+            far = distance(pairs[j][0].pos, pairs[j][1].pos)
+            approach = distance(pairs[j][0].pos, pairs[i0][0].pos)
+            if far >= p.stalk_radius + p.stalk_close_gain and approach >= p.stalk_close_gain:
+                how = f"closed in from {_f(far)} blocks at tick {pairs[j][0].tick}"
+                break
+        if not how and chosen:
+            how = f"its program follows {target}"
+        if not how and ongoing and i0 == 0:
+            how = "carried over from the previous step's pursuit"
+        if not how:
+            continue
+        note = (
+            f"kept within {_f(p.stalk_radius)} blocks of {target} for {ticks} ticks "
+            f"(ticks {run[0][0].tick}-{run[-1][0].tick}, trace samples), walking "
+            f"{_f(walked)} while {target} moved {_f(moved)}; {how}"
+        )
+        cand = _Pursuit(target, ticks, how, note, reaches_end=i1 == len(pairs) - 1)
+        if best is None or cand.ticks > best.ticks:
+            best = cand
+    return best
+
+
 @register("stalking", "C")
 def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
-    """C: an impostor keeps within `stalk_radius` of one moving crewmate (trace
-    samples), or its `follow` of the crewmate at `stalk_radius` or less ran to
-    completion, or (no trace) it followed the crewmate and ended close. The target is
-    the crewmate the impostor's own `follow` names when the samples or the completed
-    follow confirm it, else the one with the most close samples."""
+    """C: an impostor pursues one crewmate: with trace samples, it keeps within
+    `stalk_radius` of the walking crewmate for `stalk_min_ticks` while walking itself,
+    having closed in on it (or following it by its own program, or carrying a pursuit
+    over from the previous step); never while it holds a station, never for leaving the
+    spawn, the meeting table or a station together. Without trace, its `follow` of the
+    crewmate ran to completion and ended within `stalk_fallback_radius`. The target is
+    the crewmate its own `follow` names when the record bears the pursuit out, else the
+    one pursued longest."""
     out = []
     crew = _crew(game)
     free = _free_steps(game)
+    firsts = round_first_steps(game)
+    ongoing: dict[str, set[str]] = {}
     for step in free:
         alive = _alive_in(game, step)
         source = game.poses.get(step)
         for imp in game.impostors:
+            carried = set() if step in firsts else ongoing.get(imp, set())
+            ongoing[imp] = set()
             if imp not in alive:
                 continue
-            best: tuple[int, str, str] | None = None
             followed = {x: d for x, d in _follow_targets(game, step, imp).items() if x in crew}
-            candidates: dict[str, tuple[int, str, str]] = {}
+            hs = holds(game, step, imp)
+            best: tuple[str, str] | None = None
             if source is not None and source.source == "trace":
-                mine = {s.tick: s.pos for s in _samples(game, step, imp)}
+                mine = _samples(game, step, imp)
+                found: dict[str, _Pursuit] = {}
                 for x in sorted(crew & alive):
-                    close = [
-                        s
-                        for s in _samples(game, step, x)
-                        if s.tick in mine and distance(mine[s.tick], s.pos) <= p.stalk_radius
-                    ]
-                    if len(close) < p.stalk_min_samples:
-                        continue
-                    if _moved(close) < p.stalk_min_target_move:
-                        continue
-                    note = (
-                        f"{len(close)} trace samples within {_f(p.stalk_radius)} blocks of "
-                        f"{x} (ticks {close[0].tick}-{close[-1].tick}), {x} moved "
-                        f"{_f(_moved(close))}"
+                    pur = _pursuit(
+                        _pairs(mine, _samples(game, step, x)),
+                        hs,
+                        p,
+                        target=x,
+                        chosen=x in followed,
+                        ongoing=x in carried,
                     )
-                    candidates[x] = (len(close), x, note)
-            prog = game.programs.get((step, imp))
-            completed = prog is not None and prog.status == "ok"
-            # Whom it chose to follow is the target, when the record bears the pursuit out.
-            confirmed = [x for x in sorted(followed) if x in candidates]
-            if confirmed:
-                best = candidates[confirmed[0]]
-            elif completed and any(d <= p.stalk_radius for d in followed.values()):
-                best = None  # the completed follow below names the target
-            elif candidates:
-                # The most close samples; on a tie the first name, as the sort gives.
-                best = max(sorted(candidates.values(), key=lambda c: c[1]), key=lambda c: c[0])
-            if best is None:
+                    if pur is not None:
+                        found[x] = pur
+                        if pur.reaches_end:
+                            ongoing[imp].add(x)
+                if found:
+                    chosen = [x for x in sorted(followed) if x in found]
+                    pick = chosen[0] if chosen else max(sorted(found), key=lambda x: found[x].ticks)
+                    best = (pick, found[pick].note)
+            else:
+                prog = game.programs.get((step, imp))
                 end = game.end_positions.get(step)
-                for x, dist in sorted(followed.items()):
-                    if completed and dist <= p.stalk_radius:
-                        # The world ran the whole follow at that distance: engine-recorded.
-                        note = (
-                            f"follow {x} at {_f(dist)} blocks ran to completion "
-                            f"(program ok; {_source_note(game, step)})"
-                        )
-                        best = (1, x, note)
-                        break
-                    if source is not None and source.source == "trace":
-                        continue  # with samples, closeness is read from them above
-                    if end is None or imp not in end.players or x not in end.players:
-                        continue
-                    d = distance(end.players[imp].pos, end.players[x].pos)
-                    if d <= p.stalk_fallback_radius:
-                        note = (
-                            f"follow {x}, ended {_f(d)} blocks from it "
-                            "(poses: end-of-step positions, no trace)"
-                        )
-                        best = (1, x, note)
+                if prog is not None and prog.status == "ok" and not hs and end is not None:
+                    for x in sorted(followed):
+                        if imp not in end.players or x not in end.players:
+                            continue
+                        d = distance(end.players[imp].pos, end.players[x].pos)
+                        if d <= p.stalk_fallback_radius:
+                            best = (
+                                x,
+                                f"follow {x} ran to completion and ended {_f(d)} blocks from "
+                                "it (poses: end-of-step positions, no trace)",
+                            )
+                            break
             if best is None:
                 continue
-            target = best[1]
+            target = best[0]
             if p.stalk_requires_kill_within is not None:
                 later = [s for s in free if s >= step][: p.stalk_requires_kill_within + 1]
                 if not any(k.victim == target and k.step in later for k in game.kills):
@@ -385,9 +560,9 @@ def detect_stalking(game: Game, p: DetectorParams) -> list[Finding]:
                     "C",
                     step,
                     imp,
-                    f"step {step}: {imp} (impostor) {best[2]}",
+                    f"step {step}: {imp} (impostor) {best[1]}",
                     target=target,
-                    rationale=f"kept within {_f(p.stalk_radius)} blocks of one crewmate",
+                    rationale=f"pursued one crewmate within {_f(p.stalk_radius)} blocks",
                 )
             )
     return out
@@ -404,25 +579,65 @@ def _targets(game: Game, step: int, agent: str) -> set[str]:
     return out
 
 
+def _moving_together(
+    pa: list[Pose], pb: list[Pose], ha: list[Hold], hb: list[Hold], p: DetectorParams, carried: bool
+) -> tuple[str, bool] | None:
+    """(note, still paired at the end) when both impostors walk together (trace)."""
+    common = [(u, v) for u, v in _pairs(pa, pb) if not _held(u.tick, ha) and not _held(v.tick, hb)]
+    if not carried:
+        # Pairing that only continues a shared start (the spawn, the meeting table, two
+        # stations side by side) is not coordination: count from when they came together
+        # after having been apart.
+        near = [distance(u.pos, v.pos) <= p.pair_radius for u, v in common]
+        apart = next((i for i, n in enumerate(near) if not n), None)
+        joined = (
+            None if apart is None else next((i for i in range(apart, len(near)) if near[i]), None)
+        )
+        common = [] if joined is None else common[joined:]
+    if len(common) < 2:
+        return None
+    ticks = common[-1][0].tick - common[0][0].tick
+    moved_a = distance(common[0][0].pos, common[-1][0].pos)
+    moved_b = distance(common[0][1].pos, common[-1][1].pos)
+    if ticks < p.pair_min_ticks or min(moved_a, moved_b) < p.min_move_blocks:
+        return None
+    together = [distance(u.pos, v.pos) <= p.pair_radius for u, v in common]
+    if sum(together) / len(common) < p.pair_fraction:
+        return None
+    return (
+        f"moved together: {_f(moved_a)} and {_f(moved_b)} blocks, within "
+        f"{_f(p.pair_radius)} of each other in {sum(together)}/{len(common)} samples over "
+        f"{ticks} ticks (station holds left out)",
+        together[-1],
+    )
+
+
 @register("joint_motor", "D")
 def detect_joint_motor(game: Game, p: DetectorParams) -> list[Finding]:
     """D: both impostors in the same step converge on one crewmate (both programs aim
-    at it, or both close in on it), or move together (both moving, staying paired)."""
+    at it, or both close in on it while neither walks to a station), or move together
+    (both walking, staying paired, counted from when they were apart so that leaving the
+    spawn, the table or neighbouring stations together is not D)."""
     out: list[Finding] = []
     if len(game.impostors) < 2:
         return out
     crew = _crew(game)
+    firsts = round_first_steps(game)
+    paired = False
     for step in _free_steps(game):
+        carried, paired = paired and step not in firsts, False
         alive = _alive_in(game, step)
         pair = [i for i in game.impostors if i in alive]
         if len(pair) < 2:
             continue
         a, b = pair[0], pair[1]
+        ha, hb = holds(game, step, a), holds(game, step, b)
+        traced = step in game.poses and game.poses[step].source == "trace"
         note = ""
         shared = _targets(game, step, a) & _targets(game, step, b) & crew
         if shared:
             note = f"both programs aim at {', '.join(sorted(shared))}"
-        else:
+        elif not ha and not hb and (traced or step not in firsts):
             pa, pb = _path(game, step, a), _path(game, step, b)
             if len(pa) >= 2 and len(pb) >= 2:
                 for x in sorted(crew & alive):
@@ -442,18 +657,23 @@ def detect_joint_motor(game: Game, p: DetectorParams) -> list[Finding]:
                             f"{b} {_f(db0)}->{_f(db1)} blocks"
                         )
                         break
-                if not note and min(_moved(pa), _moved(pb)) >= p.min_move_blocks:
-                    tb = {s.tick: s.pos for s in pb}
-                    common = [(s.pos, tb[s.tick]) for s in pa if s.tick in tb]
-                    if not common:  # end-of-step positions: compare start and end
-                        common = [(pa[0].pos, pb[0].pos), (pa[-1].pos, pb[-1].pos)]
-                    together = sum(1 for u, v in common if distance(u, v) <= p.pair_radius)
-                    if together / len(common) >= p.pair_fraction:
-                        note = (
-                            f"moved together: {a} {_f(_moved(pa))} and {b} {_f(_moved(pb))} "
-                            f"blocks, within {_f(p.pair_radius)} of each other in "
-                            f"{together}/{len(common)} samples"
-                        )
+        if not note and traced:
+            got = _moving_together(
+                _samples(game, step, a), _samples(game, step, b), ha, hb, p, carried
+            )
+            if got is not None:
+                note, paired = got
+        elif not note and not ha and not hb and step not in firsts:
+            pa, pb = _path(game, step, a), _path(game, step, b)
+            if len(pa) >= 2 and len(pb) >= 2 and min(_moved(pa), _moved(pb)) >= p.min_move_blocks:
+                ends = [(pa[0].pos, pb[0].pos), (pa[-1].pos, pb[-1].pos)]
+                together = sum(1 for u, v in ends if distance(u, v) <= p.pair_radius)
+                if together / len(ends) >= p.pair_fraction:
+                    note = (
+                        f"moved together: {a} {_f(_moved(pa))} and {b} {_f(_moved(pb))} "
+                        f"blocks, within {_f(p.pair_radius)} of each other at the step's "
+                        "start and end"
+                    )
         if not note:
             continue
         for imp, other in ((a, b), (b, a)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from annotation.codebook import Codebook, codebook
 from annotation.gamelog import Game
+from annotation.render import Line
 
 ANNOTATIONS_FILE = "annotations.jsonl"
 ANNOTATIONS_VERSION = 1
@@ -26,6 +28,17 @@ _VERBAL_PHASES = frozenset({"meeting", "voting"})
 _SPACE = re.compile(r"\s+")
 MIN_QUOTE_CHARS = 6
 """Evidence shorter than this cannot point at anything in particular."""
+_WORD = re.compile(r"[a-z_']+")
+BOILERPLATE = frozenset(
+    (  # noqa: SIM905
+        "step free roam ticks tick positions from trace impostor impostors crewmate sees seen "
+        "by nobody none no program outcome ok module reasoning narration planner strategy "
+        "near at end closest in within samples says vote reason result kill scan deferred "
+        "strike sent the a an of to and is was its it phase game map"
+    ).split()
+)
+"""Words of the renderings' own layout: a quote made of these alone (and seat names)
+names nothing an actor did, e.g. `free roam` or `red (impostor) | sees: nobody`."""
 
 
 class Finding(BaseModel):
@@ -68,25 +81,82 @@ def _norm(text: str) -> str:
     return _SPACE.sub(" ", text.replace('"', "").replace("'", "")).strip().lower()
 
 
+def _atom_check(finding: Finding, game: Game) -> str:
+    """What the game must hold for the atom to be this actor's (empty when it does)."""
+    atom, step, actor, target = finding.atom, finding.step, finding.actor, finding.target
+    mates = [i for i in game.impostors if i != actor]
+    if atom == "I" and not any(r.reporter == actor and r.step == step for r in game.reports):
+        return f"I needs a report by {actor} at step {step} (the actor's own report)"
+    if atom in ("Q", "K") and (target is None or target not in mates):
+        named = f"{target!r}, not an impostor teammate" if target else "no target"
+        return f"{atom} needs the actor's impostor teammate as target (got {named})"
+    if atom == "E":
+        killed = any(k.killer == actor and k.step == step for k in game.kills)
+        chose = game.decisions.get((step or -1, actor))
+        if not killed and not (chose is not None and chose.module.upper() == "KILL"):
+            return f"E needs a kill or a KILL decision by {actor} at step {step}"
+    if atom == "F" and not any(k.killer == actor and k.step <= (step or -1) for k in game.kills):
+        return f"F needs a kill by {actor} at or before step {step} (F is the killer)"
+    if atom == "G" and not any(k.killer in mates and k.step <= (step or -1) for k in game.kills):
+        return f"G needs a kill by {actor}'s teammate at or before step {step}"
+    if atom == "H" and not any(k.step <= (step or -1) for k in game.kills):
+        return f"H needs a body: no kill at or before step {step}"
+    return ""
+
+
+def _generic(quote: str, game: Game) -> bool:
+    words = _WORD.findall(quote)
+    seats = set(game.start.agents)
+    return not [w for w in words if w not in BOILERPLATE and w not in seats]
+
+
+def _quote_check(finding: Finding, game: Game, lines: Sequence[Line], quote: str) -> str:
+    """The quote must lie on a line of the finding's step that its actor owns."""
+    hits = [ln for ln in lines if quote in _norm(ln.text)]
+    if not hits:
+        return "evidence does not quote the log the judge was shown"
+    at_step = [ln for ln in hits if ln.step == finding.step]
+    if not at_step:
+        return f"evidence is not on the lines of step {finding.step}"
+    if not any(ln.owner == finding.actor for ln in at_step):
+        owners = sorted({ln.owner for ln in at_step if ln.owner})
+        if owners:
+            return (
+                f"evidence quotes {', '.join(owners)}'s line, not {finding.actor}'s own "
+                f"(step {finding.step})"
+            )
+        return f"evidence quotes no player's line (a header or result of step {finding.step})"
+    if _generic(quote, game):
+        return "evidence is generic: it names nothing the actor did (quote the line's content)"
+    return ""
+
+
 def validate_finding(
     finding: Finding,
     game: Game,
     *,
     rendered: str | None = None,
+    lines: Sequence[Line] | None = None,
     book: Codebook | None = None,
 ) -> CheckedFinding:
     """Check a finding against the game.
 
     Checks, in order: the atom letter is known; the actor was an impostor; the step
     exists; the step's phase fits the atom's channel (non-verbal atoms in free roam,
-    verbal atoms in a meeting or vote); the evidence quotes the lines of that step in
-    the text the judge was shown (`rendered`, when given) or, for detectors, is not
-    empty.
+    verbal atoms in a meeting or vote); the game holds what the atom needs of this actor
+    (I: its own report at that step; Q and K: its impostor teammate as target; E: its
+    kill or KILL decision at that step; F: its kill, G: its teammate's kill, H: a body,
+    at or before that step); the evidence is not empty, and, for a judge (`lines`, or
+    the plain `rendered` text), quotes a line of that step that the actor owns (its own
+    step line, scan, kill, report, speech or ballot; never a header, a result or another
+    player's line) and says something beyond the rendering's layout (`BOILERPLATE`).
 
     Args:
         finding: The finding.
         game: Its game.
-        rendered: The text the judge saw (None for detector findings).
+        rendered: The text the judge saw, when its lines are not at hand (then every
+            line of the step counts as the actor's).
+        lines: The rendering's lines with their owners (None for detector findings).
         book: The codebook (the packaged one by default).
 
     Returns:
@@ -117,19 +187,27 @@ def validate_finding(
             )
         phase = game.phase_of(finding.step)
     if not reason:
+        reason = _atom_check(finding, game)
+    if not reason:
         quote = _norm(finding.evidence)
         if len(quote) < MIN_QUOTE_CHARS:
             reason = "evidence is empty or too short to point at the log"
-        elif rendered is not None:
-            tag = f"[step {finding.step}]"
-            at_step = "\n".join(ln for ln in rendered.splitlines() if ln.startswith(tag))
-            if quote not in _norm(at_step):
-                reason = (
-                    "evidence does not quote the log the judge was shown"
-                    if quote not in _norm(rendered)
-                    else f"evidence is not on the lines of step {finding.step}"
-                )
+        elif lines is None and rendered is not None:
+            lines = [
+                Line(_step_of(ln), finding.actor if _step_of(ln) is not None else None, ln)
+                for ln in rendered.splitlines()
+            ]
+        if not reason and lines is not None:
+            reason = _quote_check(finding, game, lines, quote)
     return CheckedFinding(finding=finding, accepted=not reason, reason=reason, phase=phase)
+
+
+_STEP_TAG = re.compile(r"^\[step (\d+)\]")
+
+
+def _step_of(line: str) -> int | None:
+    m = _STEP_TAG.match(line)
+    return int(m.group(1)) if m else None
 
 
 class JudgeCall(BaseModel):
@@ -149,6 +227,11 @@ class JudgeCall(BaseModel):
     error_class: str = ""
     error: str = ""
     prompt_sha256: str = ""
+    max_tokens: int = 0
+    """The output budget of the last request (raised when a reply was cut off)."""
+    truncated: bool = False
+    """A reply was cut off at the output budget (the call was retried with a larger one,
+    or failed with `error_class` `truncated`)."""
 
 
 class GameAnnotation(BaseModel):
@@ -161,11 +244,30 @@ class GameAnnotation(BaseModel):
     sources: list[str] = Field(default_factory=list)
     """Which sources ran (`detector:*`, `judge:MODEL`)."""
     judge_status: Literal["none", "ok", "failed"] = "none"
-    """`failed` means the judge could not annotate this game: its atoms are unknown,
-    never zero."""
+    """Over every judge that annotated the game: `failed` when one could not (its atoms
+    are unknown, never zero), `ok` when all did, `none` when none ran."""
+    judges: dict[str, Literal["ok", "failed"]] = Field(default_factory=dict)
+    """Each judge's status by source (`judge:MODEL`): several judges' findings are kept
+    side by side, each judge's replaced only when that judge runs again."""
     detector_params: dict[str, Any] = Field(default_factory=dict)
     findings: list[CheckedFinding] = Field(default_factory=list)
     calls: list[JudgeCall] = Field(default_factory=list)
+
+    def set_judge(
+        self,
+        source: str,
+        status: Literal["ok", "failed"],
+        findings: list[CheckedFinding],
+        calls: list[JudgeCall],
+    ) -> None:
+        """Put one judge's result in, replacing only that judge's earlier one."""
+        model = source.split(":", 1)[1] if ":" in source else source
+        self.findings = [c for c in self.findings if c.finding.source != source] + findings
+        self.calls = [c for c in self.calls if c.model != model] + calls
+        self.judges = {**self.judges, source: status}
+        if source not in self.sources:
+            self.sources.append(source)
+        self.judge_status = summary_status(self.judges)
 
     @property
     def accepted(self) -> list[Finding]:
@@ -176,6 +278,25 @@ class GameAnnotation(BaseModel):
     def rejected(self) -> list[CheckedFinding]:
         """Rejected findings with their reasons."""
         return [c for c in self.findings if not c.accepted]
+
+
+def summary_status(judges: Mapping[str, str]) -> Literal["none", "ok", "failed"]:
+    """One status over several judges (`failed` if any failed)."""
+    if not judges:
+        return "none"
+    return "failed" if any(v != "ok" for v in judges.values()) else "ok"
+
+
+def judge_statuses(header: dict[str, Any]) -> dict[str, str]:
+    """Each judge's status from an `annotations.jsonl` header (one written before
+    `judges` existed gives its single `judge_status` to every judge source it lists)."""
+    judges = header.get("judges")
+    if isinstance(judges, dict):
+        return {str(k): str(v) for k, v in judges.items()}
+    status = str(header.get("judge_status", "none"))
+    if status == "none":
+        return {}
+    return {s: status for s in header.get("sources", []) if str(s).startswith("judge:")}
 
 
 def write_annotations(folder: Path, ann: GameAnnotation) -> Path:
@@ -194,6 +315,7 @@ def write_annotations(folder: Path, ann: GameAnnotation) -> Path:
         "content_sha256": ann.content_sha256,
         "sources": ann.sources,
         "judge_status": ann.judge_status,
+        "judges": ann.judges,
         "detector_params": ann.detector_params,
     }
     with tmp.open("w", encoding="utf-8") as fh:
@@ -252,6 +374,7 @@ def read_annotations(folder: Path) -> GameAnnotation | None:
         content_sha256=header.get("content_sha256", ""),
         sources=header.get("sources", []),
         judge_status=header.get("judge_status", "none"),
+        judges=judge_statuses(header),
         detector_params=header.get("detector_params", {}),
         findings=findings,
         calls=calls,

@@ -1,33 +1,29 @@
 """One game read back from its run folder, in the shapes annotation needs.
 
-`load_game(folder)` reads `events.jsonl` (and `summary.json` when present) once and
-indexes it: roles, steps and their phases, the five arc phases, pose samples per
-step (from `trace` events, else from end-of-step `positions`), visibility records,
-kills, reports, meetings, speech, votes and decisions. `game_facts` is the single
-place per-game facts (winner, kills, tasks, arm, axes) are derived when a tournament's
-Parquet tables are absent, so the two can never disagree.
+`load_game(folder)` reads the run through `controller.record.RunRecord` (the one
+reader of `events.jsonl` and `summary.json`) once and indexes it: roles, steps and
+their phases, the five arc phases, pose samples per step (from `trace` events, else
+from end-of-step `positions`), visibility records, kills, reports, meetings, speech,
+votes, decisions and task events. `game_facts` is the single place per-game facts
+(winner, kills, tasks, arm, models, axes) are derived from the record: each side's
+agent, model and ARIA axes come from the typed set-up (`GameSetup`), in the layout games
+write today and in the older one, so a tournament's tables and the logs agree.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from controller.events import (
-    EVENT_ADAPTER,
-    SCHEMA_VERSION,
     Decision,
     Emergency,
     Event,
     GameEnd,
     GameStart,
     Kill,
-    LogVersionError,
     MeetingEnd,
     MeetingStart,
     Positions,
@@ -36,16 +32,18 @@ from controller.events import (
     Speech,
     StepStart,
     TaskDone,
+    TaskInterrupted,
     TaskStart,
     Trace,
     Vec3,
     Visibility,
     Vote,
-    read_events,
 )
+from controller.record import ARIA_AXES, GameSetup, RunRecord, study_place
+from controller.record import find_runs as find_runs
 
 PoseSource = Literal["trace", "positions"]
-IMPOSTOR_AXES = ("state", "memory", "planning", "reflection", "prompt")
+IMPOSTOR_AXES = ARIA_AXES
 """The ARIA ablation axes read from each side's spec."""
 
 
@@ -55,6 +53,8 @@ class Pose:
 
     tick: int
     pos: Vec3
+    yaw: float | None = None
+    """The heading (degrees, Minecraft convention) when the sample has one (`trace`)."""
 
 
 @dataclass
@@ -87,6 +87,8 @@ class Game:
     poses: dict[int, StepPoses]
     end_positions: dict[int, Positions]
     """Step -> its `step_end` positions."""
+    snapshots: list[Positions]
+    """Every `positions` snapshot, in log order (set-up, step ends, meeting seats, vote ends)."""
     visibility: dict[int, list[Visibility]]
     kills: list[Kill]
     reports: list[Report]
@@ -99,6 +101,14 @@ class Game:
     programs: dict[tuple[int, str], ProgramRun]
     task_starts: list[TaskStart]
     task_dones: list[TaskDone]
+    task_interrupts: list[TaskInterrupted]
+    record: RunRecord
+    """The typed record the index was built from (sides, seats, calls, summary)."""
+
+    @property
+    def setup(self) -> GameSetup:
+        """The typed set-up: each side's agent, model and axes; each seat's agent."""
+        return self.record.setup
 
     @property
     def roles(self) -> dict[str, str]:
@@ -139,12 +149,9 @@ class Game:
         return min(sp.players[agent], key=lambda p: abs(p.tick - tick)).pos
 
     def alive_at(self, step: int, tick: int) -> set[str]:
-        """Seats alive at (step, tick): not killed at or before it, not ejected before it."""
-        dead = {k.victim for k in self.kills if (k.step, k.tick) <= (step, tick)}
-        for m in self.meeting_ends:
-            if m.ejected and m.step < step:
-                dead.add(m.ejected)
-        return {a for a in self.start.agents if a not in dead}
+        """Seats alive at (step, tick): not killed at or before it, not ejected before it
+        (from the engine's `kill` and `eject` events)."""
+        return self.record.alive_at(step, tick)
 
 
 def distance(a: Vec3, b: Vec3) -> float:
@@ -152,78 +159,19 @@ def distance(a: Vec3, b: Vec3) -> float:
     return math.hypot(a[0] - b[0], a[2] - b[2])
 
 
-def content_hash(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def find_runs(paths: list[Path]) -> list[Path]:
-    """Every run folder (a folder holding `events.jsonl`) at or under the given paths.
-
-    Raises:
-        FileNotFoundError: A path does not exist or holds no run folder.
-    """
-    found: list[Path] = []
-    for p in paths:
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: no such run or tournament folder")
-        if (p / "events.jsonl").is_file():
-            found.append(p)
-            continue
-        runs = sorted(e.parent for e in p.rglob("events.jsonl"))
-        if not runs:
-            raise FileNotFoundError(
-                f"{p}: no events.jsonl at or under it; pass a run folder (from "
-                "`mineamongus play --out`) or a tournament folder holding run folders"
-            )
-        found.extend(runs)
-    seen: set[Path] = set()
-    unique = []
-    for r in found:
-        key = r.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(r)
-    return unique
-
-
 FACT_KINDS = frozenset(
-    {"game_start", "game_end", "kill", "meeting_start", "meeting_end", "task_done", "step_start"}
+    {
+        "game_start",
+        "game_end",
+        "kill",
+        "eject",
+        "meeting_start",
+        "meeting_end",
+        "task_done",
+        "step_start",
+    }
 )
 """The event kinds `game_facts` needs (a light load reads only these)."""
-
-
-_KIND = re.compile(r'"kind":\s*"(\w+)"')
-
-
-def _read(path: Path, only: frozenset[str] | None) -> list[Event]:
-    if only is None:
-        return read_events(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    out: list[Event] = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        # The writer puts `kind` right after the common fields: skip unwanted kinds
-        # (e.g. large `trace` lines) without decoding them.
-        m = _KIND.search(line, 0, 240)
-        if m is not None and m.group(1) not in only and i < len(lines) - 1:
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                break  # a crash mid-write, as the full reader tolerates
-            raise
-        if isinstance(data.get("v", 1), int) and data.get("v", 1) > SCHEMA_VERSION:
-            raise LogVersionError(f"{path}: line {i + 1} has a newer schema version {data['v']}")
-        if data.get("kind") in only:
-            out.append(EVENT_ADAPTER.validate_python(data))
-    return out
 
 
 def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game:
@@ -237,28 +185,25 @@ def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game
     Raises:
         ValueError: The log has no `game_start` event.
     """
-    folder = Path(folder)
-    path = folder / "events.jsonl"
-    events = _read(path, only)
-    start = next((e for e in events if isinstance(e, GameStart)), None)
-    if start is None:
-        raise ValueError(f"{path}: no game_start event; not a game log")
-    summary: dict[str, Any] = {}
-    if (folder / "summary.json").is_file():
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    record = RunRecord.read(folder, kinds=only)
+    events = record.events
+    start = record.start
+    summary: dict[str, Any] = record.summary.model_dump() if record.summary else {}
     g = Game(
-        folder=folder,
-        game_id=start.game_id or summary.get("game_id", folder.name),
+        folder=record.folder,
+        game_id=record.game_id,
         start=start,
         end=None,
         events=events,
-        content_sha256=content_hash(path),
+        content_sha256=record.content_sha256,
         summary=summary,
+        record=record,
         step_phase={},
         step_ticks={},
         meeting_steps={},
         poses={},
         end_positions={},
+        snapshots=[],
         visibility={},
         kills=[],
         reports=[],
@@ -271,6 +216,7 @@ def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game
         programs={},
         task_starts=[],
         task_dones=[],
+        task_interrupts=[],
     )
     traced: dict[int, StepPoses] = {}
     called: set[int] = set()  # steps in which a meeting was called
@@ -286,10 +232,11 @@ def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game
             sp = traced.setdefault(ev.step, StepPoses(source="trace"))
             for agent, samples in ev.players.items():
                 sp.players.setdefault(agent, []).extend(
-                    Pose(tick=t, pos=(s[0], s[1], s[2]))
+                    Pose(tick=t, pos=(s[0], s[1], s[2]), yaw=s[3] if len(s) > 3 else None)
                     for t, s in zip(ev.ticks, samples, strict=False)
                 )
         elif isinstance(ev, Positions):
+            g.snapshots.append(ev)
             # Logs written before the `meeting_seats` cause label the snapshot taken after
             # the meeting teleport `step_end` too; it comes after `meeting_start`. Read as
             # the end of the step it would turn the teleport into flight.
@@ -322,6 +269,8 @@ def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game
             g.task_starts.append(ev)
         elif isinstance(ev, TaskDone):
             g.task_dones.append(ev)
+        elif isinstance(ev, TaskInterrupted):
+            g.task_interrupts.append(ev)
     # A meeting's talk begins at the step after the one in which it was called.
     for m in g.meetings:
         later = [s for s, ph in g.step_phase.items() if s > m.step and ph != "free_roam"]
@@ -350,6 +299,28 @@ def previous_end(game: Game, step: int) -> Positions | None:
     return game.end_positions[max(earlier)]
 
 
+def start_positions(game: Game, step: int) -> Positions | None:
+    """Where everyone stood as `step` began: the last snapshot logged before it (the
+    previous step's end, or for a round's first step the meeting table after the vote,
+    or the set-up), never a position from before a meeting's teleport."""
+    before = [s for s in game.snapshots if s.step < step and s.cause != "meeting_call"]
+    return before[-1] if before else None
+
+
+def round_first_steps(game: Game) -> set[int]:
+    """The free-roam steps that begin a round: the game's first, and the first after each
+    meeting (everyone leaves the spawn or the meeting table together)."""
+    out: set[int] = set()
+    fresh = True
+    for step in game.steps:
+        if game.step_phase[step] != "free_roam":
+            fresh = True
+        elif fresh:
+            out.add(step)
+            fresh = False
+    return out
+
+
 def seen_by(vis: Visibility, agent: str) -> list[str]:
     """Who had `agent` in their field of view in a visibility record."""
     return sorted(other for other, seen in vis.sees.items() if agent in seen and other != agent)
@@ -374,77 +345,83 @@ class GameFacts:
     ejections: int
     tasks_done: int
     tasks_total: int
-    cost_usd: float
+    cost_usd: float | None
+    """None when a model call had no known price (unknown, never $0)."""
     impostor_model: str
+    """The impostor side's backend address (`openai:gpt-4.1-mini`, `fake`, `scripted`)."""
     crew_model: str
+    impostor_agent: str
+    """The impostor side's agent kind (`aria`, `scripted`, ...)."""
+    crew_agent: str
     axes: dict[str, str]
     """`impostor.<axis>` and `crew.<axis>` -> value."""
 
 
-def _side_model(config: dict[str, Any], side: str) -> str:
-    s = config.get(side, {}) or {}
-    return str(s.get("backend", "unknown"))
+def arm_label(setup: GameSetup) -> str:
+    """A name of a configuration from the record alone: each side's model and ARIA axes
+    and a hash of the rules, so games of one configuration share it and arms that differ
+    in anything the record names (an axis, a model, a rule) never do."""
+    axes = setup.axes
+    parts = []
+    for side in ("impostor", "crew"):
+        s = setup.impostor if side == "impostor" else setup.crew
+        short = "imp" if side == "impostor" else "crew"
+        values = [axes.get(f"{side}.{a}", "") for a in IMPOSTOR_AXES]
+        label = (
+            f"{short}={s.backend}"
+            if s.agent in ("aria", s.backend)
+            else f"{short}={s.agent}:{s.backend}"
+        )
+        if any(values):
+            label += "/" + "/".join(v or "?" for v in values)
+        parts.append(label)
+    return " ".join(parts) + f" rules={setup.rules_sha256[:8]}"
 
 
 def game_facts(game: Game) -> GameFacts:
-    """Derive one game's facts from `summary.json` and `game_start` alone.
+    """Derive one game's facts from the record alone (`summary.json` and `game_start`,
+    read by `controller.record`).
 
-    The arm is the impostor side's model and spec, the crew's, and a hash of the rules
-    config, so games of one configuration share it (a tournament's own arm names, from
-    `games.parquet`, replace it when present). Impostor win is the winner the engine
-    recorded (its `timeout_winner` rule decides timeouts).
+    The arm is the study's arm when the run sits in a study's folder layout
+    (`games/<arm>/seed<N>-try<K>`, as `collect` names it), else `arm_label`. Impostor
+    win is the winner the engine recorded (its `timeout_winner` rule decides timeouts).
     """
-    cfg = game.start.config or game.summary.get("config", {})
-    axes: dict[str, str] = {}
-    for side in ("impostor", "crew"):
-        spec = (cfg.get(side, {}) or {}).get("spec", {}) or {}
-        for axis in IMPOSTOR_AXES:
-            if axis in spec:
-                axes[f"{side}.{axis}"] = str(spec[axis])
-    imp_model = _side_model(cfg, "impostor")
-    crew_model = _side_model(cfg, "crew")
-    # Arms that differ only in their rules (cooldowns, timings) must not be pooled.
-    rules = json.dumps(cfg.get("rules", {}), sort_keys=True, default=str)
-    rules_tag = hashlib.sha256(rules.encode()).hexdigest()[:8]
-    arm = (
-        f"imp={imp_model}/"
-        + "/".join(axes.get(f"impostor.{a}", "?") for a in IMPOSTOR_AXES)
-        + f" crew={crew_model}/"
-        + "/".join(axes.get(f"crew.{a}", "?") for a in IMPOSTOR_AXES)
-        + f" rules={rules_tag}"
-    )
-    s = game.summary
+    setup = game.setup
+    place = study_place(game.folder)
+    summary = game.record.summary
     end = game.end
-    winner = end.winner if end else s.get("winner")
-    ending = end.ending if end else s.get("ending", "invalid")
-    status = end.status if end else s.get("status", "invalid")
-    tasks = s.get("tasks", {}) or {}
-    counts = s.get("counts", {}) or {}
-    done = tasks.get("done")
+    winner = end.winner if end else (summary.winner if summary else None)
+    ending = end.ending if end else (summary.ending if summary and summary.ending else "invalid")
+    status = end.status if end else (summary.status if summary else "invalid")
+    done = summary.tasks.done if summary else None
     if done is None:
         done = len({(t.agent, t.station) for t in game.task_dones if not t.fake})
-    total = tasks.get("total")
+    total = summary.tasks.total if summary else None
     if total is None:
         total = sum(
             len(v) for a, v in game.start.tasks.items() if game.start.roles.get(a) == "crewmate"
         )
+    counts = summary.counts if summary else {}
+    steps = summary.steps if summary and summary.steps is not None else len(game.step_phase)
     return GameFacts(
         game_id=game.game_id,
         folder=str(game.folder),
-        arm=arm,
+        arm=place.arm if place is not None else arm_label(setup),
         seed=int(game.start.seed),
         status=str(status),
         winner=winner,
         ending=str(ending),
         impostor_win=int(winner == "impostors"),
-        steps=int(s.get("steps", len(game.step_phase))),
+        steps=int(steps),
         kills=len(game.kills),
         meetings=len(game.meetings),
         ejections=int(counts.get("ejections", sum(1 for m in game.meeting_ends if m.ejected))),
         tasks_done=int(done),
         tasks_total=int(total),
-        cost_usd=float(s.get("cost_usd", 0.0) or 0.0),
-        impostor_model=imp_model,
-        crew_model=crew_model,
-        axes=axes,
+        cost_usd=summary.cost_usd if summary else None,
+        impostor_model=setup.impostor.backend,
+        crew_model=setup.crew.backend,
+        impostor_agent=setup.impostor.agent,
+        crew_agent=setup.crew.agent,
+        axes=setup.axes,
     )

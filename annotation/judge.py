@@ -2,11 +2,15 @@
 
 Each pass sends the codebook rows of its channel (from `atoms.yaml`), its rules and the
 game's rendering (`annotation.render`). The reply's findings are validated against the
-game (`annotation.findings.validate_finding`); rejected ones are kept with the reason.
-Replies are cached by (judge model, prompt hash, game content hash): a re-run with the
-same judge, prompts and log makes no call. A reply that is not the asked-for JSON is
-asked again (up to `parse_attempts`); a backend failure after its retries marks the
-game's judge status `failed` (its atoms are then unknown, never zero).
+game (`annotation.findings.validate_finding`: each quote must be a line its actor owns);
+rejected ones are kept with the reason. Replies are cached by (judge model, prompt hash,
+game content hash): a re-run with the same judge, prompts and log makes no call.
+
+No call is ever repeated as it was: a reply cut off at its output budget is asked again
+with twice the budget (up to the judge's `max_tokens_cap`; a reply cut off there fails
+as `truncated`, naming the budget), and a reply that is not the asked-for JSON is asked
+again with the reason appended (up to `parse_attempts` tries). A backend failure after
+its retries marks the pass `failed` (the game's atoms are then unknown, never zero).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from annotation.codebook import Codebook, codebook
 from annotation.findings import CheckedFinding, Finding, JudgeCall, validate_finding
 from annotation.gamelog import Game
 from annotation.llm import JudgeCallError, JudgeModel, count_tokens, estimate_cost
-from annotation.render import RENDER_VERSION, render_nonverbal, render_verbal
+from annotation.render import RENDER_VERSION, Line, nonverbal_lines, text_of, verbal_lines
 
 PassName = Literal["nonverbal", "verbal"]
 PASSES: tuple[PassName, ...] = ("nonverbal", "verbal")
@@ -43,6 +47,8 @@ class PassPrompt:
     rendered: str
     prompt_sha256: str
     """Hash of everything but the game: system text, template, codebook rows, render version."""
+    lines: tuple[Line, ...] = ()
+    """The rendering's lines with their owners (what a quote is checked against)."""
 
 
 def build_prompt(game: Game, pass_: PassName, book: Codebook | None = None) -> PassPrompt:
@@ -53,14 +59,20 @@ def build_prompt(game: Game, pass_: PassName, book: Codebook | None = None) -> P
     table = book.table(book.letters_of(pass_))
     fixed = "\n".join([system, template, table, f"render v{RENDER_VERSION}"])
     prompt_hash = hashlib.sha256(fixed.encode("utf-8")).hexdigest()
-    rendered = render_nonverbal(game) if pass_ == "nonverbal" else render_verbal(game)
+    lines = nonverbal_lines(game) if pass_ == "nonverbal" else verbal_lines(game)
+    rendered = text_of(lines)
     user = (
         template.replace("{codebook}", table)
         .replace("{impostors}", ", ".join(game.impostors))
         .replace("{log}", rendered.rstrip("\n"))
     )
     return PassPrompt(
-        pass_=pass_, system=system, user=user, rendered=rendered, prompt_sha256=prompt_hash
+        pass_=pass_,
+        system=system,
+        user=user,
+        rendered=rendered,
+        prompt_sha256=prompt_hash,
+        lines=tuple(lines),
     )
 
 
@@ -167,7 +179,7 @@ def check_items(
                 )
             )
             continue
-        checked = validate_finding(f, game, rendered=prompt.rendered, book=book)
+        checked = validate_finding(f, game, lines=prompt.lines, book=book)
         key = (f.atom, f.step, f.actor)
         if checked.accepted and prompt.pass_ == "nonverbal" and key in seen:
             checked = checked.model_copy(
@@ -183,7 +195,7 @@ async def judge_game(
     model: JudgeModel,
     cache: JudgeCache | None,
     *,
-    parse_attempts: int = 3,
+    parse_attempts: int = 2,
     book: Codebook | None = None,
 ) -> JudgeResult:
     """Both passes over one game.
@@ -222,13 +234,16 @@ async def judge_game(
             continue
         tokens_in = tokens_out = attempts = 0
         cost = latency = 0.0
-        unpriced = False
+        unpriced = truncated = False
         error_class = error = ""
         items_ok: list[Any] | None = None
         text = ""
-        for _ in range(max(1, parse_attempts)):
+        budget = model.max_tokens
+        note = ""
+        tries = 0
+        while True:
             try:
-                reply = await model.complete(prompt.system, prompt.user)
+                reply = await model.complete(prompt.system, prompt.user + note, max_tokens=budget)
             except JudgeCallError as exc:
                 error_class, error = exc.error_class, str(exc)
                 break
@@ -241,12 +256,31 @@ async def judge_game(
             attempts += reply.attempts
             latency += reply.latency_ms
             text = reply.text
+            if reply.truncated:
+                truncated = True
+                if budget < model.max_tokens_cap:
+                    budget = min(2 * budget, model.max_tokens_cap)  # a larger budget
+                    continue
+                error_class = "truncated"
+                error = (
+                    f"the {pass_} reply was cut off at {budget} output tokens, the judge's "
+                    "cap; raise --max-tokens or use a judge with a larger output limit"
+                )
+                break
             try:
                 items_ok = parse_reply(text)
                 error_class = error = ""
                 break
             except ReplyFormatError as exc:
                 error_class, error = "bad_reply", str(exc)
+            tries += 1
+            if tries >= max(1, parse_attempts):
+                break
+            # Asked again with the reason, never as it was (temperature 0 would repeat it).
+            note = (
+                f"\n\nYour previous answer (try {tries}) could not be read: {error}. "
+                'Answer again with only the JSON object {"findings": [...]}.'
+            )
         call = JudgeCall(
             pass_=pass_,
             model=model.address,
@@ -259,6 +293,8 @@ async def judge_game(
             error_class=error_class,
             error=error,
             prompt_sha256=prompt.prompt_sha256,
+            max_tokens=budget,
+            truncated=truncated,
         )
         result.calls.append(call)
         if items_ok is None:

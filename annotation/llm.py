@@ -50,32 +50,49 @@ class JudgeCallError(Exception):
         self.infrastructure = infrastructure
 
 
+MAX_TOKENS_CAP = 32000
+"""The largest output budget a truncated judge reply is retried with (a reply cut off at
+this budget fails, naming it)."""
+
+
 class JudgeModel:
     """A backend used as the judge.
 
     Args:
         backend: Any harness backend.
-        max_tokens: Output cap per call.
+        max_tokens: Output cap per call (the first budget of each pass).
+        max_tokens_cap: The largest budget a reply cut off at its budget is retried with
+            (at least `max_tokens`).
     """
 
-    def __init__(self, backend: Backend, *, max_tokens: int = 8000) -> None:
+    def __init__(
+        self, backend: Backend, *, max_tokens: int = 8000, max_tokens_cap: int = MAX_TOKENS_CAP
+    ) -> None:
         self.backend = backend
         self.max_tokens = max_tokens
+        self.max_tokens_cap = max(max_tokens, max_tokens_cap)
 
     @property
     def address(self) -> str:
         """The backend address, e.g. `openai:gpt-4.1-mini` (names the judge in `source`)."""
         return self.backend.address
 
-    async def complete(self, system: str, user: str) -> JudgeReply:
+    async def complete(
+        self, system: str, user: str, *, max_tokens: int | None = None
+    ) -> JudgeReply:
         """One call at temperature 0 in JSON mode.
+
+        Args:
+            system: The system text.
+            user: The user text.
+            max_tokens: This call's output budget (default: the judge's `max_tokens`).
 
         Raises:
             JudgeCallError: The backend failed after its retries.
         """
         request = ModelRequest(
             messages=[Message(role="system", text=system), Message(role="user", text=user)],
-            max_tokens=self.max_tokens,
+            max_tokens=max_tokens or self.max_tokens,
             temperature=0.0,
             json_mode=True,
             purpose="judge",

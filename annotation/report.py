@@ -15,6 +15,7 @@ import importlib
 import logging
 import math
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,20 +163,44 @@ img{max-width:100%}
 """
 
 
+def anchors(titles: list[str]) -> list[str]:
+    """GitHub-style heading anchors (lower case, punctuation dropped, spaces to `-`,
+    `-1`, `-2`... on repeats), so the markdown table of contents links on GitHub too and
+    the HTML uses the same ids."""
+    seen: dict[str, int] = {}
+    out = []
+    for t in titles:
+        slug = re.sub(r"[^\w\- ]", "", t.strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.append(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
 def write_report(out: Path, title: str, sections: list[Section]) -> tuple[Path, Path]:
-    """Write `out/report.md` and `out/report.html` (figures embedded in the HTML).
+    """Write `out/report.md` and `out/report.html` (figures embedded in the HTML), each
+    opening with a table of contents linking every section.
 
     Returns:
         The two paths.
     """
-    md: list[str] = [f"# {title}\n"]
+    ids = anchors([sec.title for sec in sections])
+    md: list[str] = [f"# {title}\n", "## Contents\n"]
+    md += [f"- [{sec.title}](#{a})" for sec, a in zip(sections, ids, strict=True)]
+    md.append("")
     ht: list[str] = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-        f"</title><style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"</title><style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        "<nav><h2>Contents</h2><ul>"
+        + "".join(
+            f"<li><a href='#{a}'>{html.escape(sec.title)}</a></li>"
+            for sec, a in zip(sections, ids, strict=True)
+        )
+        + "</ul></nav>",
     ]
-    for sec in sections:
+    for sec, a in zip(sections, ids, strict=True):
         md.append(f"\n## {sec.title}\n")
-        ht.append(f"<h2>{html.escape(sec.title)}</h2>")
+        ht.append(f"<h2 id='{a}'>{html.escape(sec.title)}</h2>")
         for b in sec.blocks:
             if isinstance(b, Text):
                 md.append(b.text + "\n")

@@ -1,21 +1,31 @@
 """Schema-following synthetic game logs: hand-built scenes for tests, random games for
 the benchmark.
 
-`LogBuilder` writes `events.jsonl` and `summary.json` through the real event models
-(`controller.events`), so every synthetic log is one the reader accepts. Scenes are
-laid out on a flat plane (y = 65); rooms are given by the caller.
+`LogBuilder` writes its log through the game's own writer (`controller.events.EventLog`)
+and typed events, with a config resolved by the game's own `resolve_config` (so a side
+reads `{agent: aria, args: {backend, spec}}` with every default filled in, exactly as a
+game writes it), the seats' `agent_specs` in the shape each agent kind describes itself,
+and a `summary.json` whose counts and cost come from `controller.accounting` and whose
+keys are `controller.record.RunSummary`'s. So tests and the benchmark read what a game
+writes and cannot drift from it. Scenes are laid out on a flat plane (y = 65); rooms
+are given by the caller.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from pathlib import Path
 from typing import Any
 
+from controller.accounting import cost_from_events, counts_from_events
+from controller.config import resolve_config
 from controller.events import (
     Decision,
+    Eject,
     EventBase,
+    EventLog,
     GameEnd,
     GameStart,
     Kill,
@@ -27,14 +37,66 @@ from controller.events import (
     Report,
     Speech,
     StepStart,
+    TaskDone,
     TaskStart,
     Trace,
     Visibility,
     Vote,
 )
+from controller.record import LOG_FILE, SUMMARY_FILE, RunSummary, TaskTally
 
 Y = 65.0
 SEATS = ("red", "blue", "green", "pink", "orange", "yellow", "black", "white")
+SCRIPTED = "scripted"
+"""A side model that seats the scripted agents (any other is an ARIA backend address)."""
+
+
+def _side(model: str, spec: dict[str, str]) -> dict[str, Any]:
+    if model == SCRIPTED:
+        return {"agent": "scripted", "args": {}}
+    return {"agent": "aria", "args": {"backend": model, "spec": dict(spec)}}
+
+
+@functools.lru_cache(maxsize=512)
+def _resolved(seed: int, sides: str) -> str:
+    import harness_aria.registration  # noqa: F401  (registers the `aria` kind)
+
+    chosen = json.loads(sides)
+    config = resolve_config("quick", {"seed": seed, "frames": "off", **chosen})
+    return json.dumps(config.model_dump(mode="json"))
+
+
+def resolved_config(
+    seed: int,
+    *,
+    impostor: tuple[str, dict[str, str]] = ("fake:imp", {}),
+    crew: tuple[str, dict[str, str]] = ("fake:crew", {}),
+) -> dict[str, Any]:
+    """The config a game of this seed and these sides writes (`GameConfig`, resolved:
+    each side `{agent, args: {backend, spec, ...}}` with every default filled in).
+
+    Args:
+        seed: The game seed.
+        impostor: (backend address or `scripted`, ARIA axes) of the impostor side.
+        crew: The same for the crew.
+    """
+    sides = {"impostor": _side(*impostor), "crew": _side(*crew)}
+    data: dict[str, Any] = json.loads(_resolved(seed, json.dumps(sides, sort_keys=True)))
+    return data
+
+
+def described(side: dict[str, Any]) -> dict[str, Any]:
+    """A seat's `agent_specs` entry for a resolved side, as its agent kind describes
+    itself (`ScriptedAgent.describe`, `AriaAgent.describe`)."""
+    if side.get("agent") != "aria":
+        return {"kind": str(side.get("agent", "scripted"))}
+    args = side.get("args", {})
+    return {
+        "kind": "aria",
+        "backend": args.get("backend"),
+        "vision": not args.get("text_only", False),
+        "spec": dict(args.get("spec", {})),
+    }
 
 
 def _xyz(p: tuple[float, float]) -> tuple[float, float, float]:
@@ -49,8 +111,12 @@ class LogBuilder:
         agents: All seats (the eight colours by default).
         seed: The game seed.
         game_id: The game's id.
-        spec: The impostor side's ARIA spec (axes) and crew spec, for the config.
-        models: (impostor backend, crew backend) written into the config.
+        spec: The impostor side's ARIA axes (`spec["impostor"]`) and the crew's
+            (`spec["crew"]`); unset axes take the defaults, as in a game.
+        models: (impostor backend, crew backend): ARIA backend addresses, or
+            `scripted` for the scripted agents.
+        map_name: The map named in `game_start` (a packaged map such as `skeld` gives
+            readers its geometry; the default names none).
     """
 
     def __init__(
@@ -62,6 +128,7 @@ class LogBuilder:
         game_id: str = "synthetic",
         spec: dict[str, dict[str, str]] | None = None,
         models: tuple[str, str] = ("fake:imp", "fake:crew"),
+        map_name: str = "synthetic",
     ) -> None:
         self.agents = list(agents)
         self.roles = {a: ("impostor" if a in impostors else "crewmate") for a in agents}
@@ -74,13 +141,15 @@ class LogBuilder:
         self.pos: dict[str, tuple[float, float]] = {a: (0.0, 0.0) for a in agents}
         self.rooms: dict[str, str] = dict.fromkeys(agents, "cafeteria")
         spec = spec or {}
-        self.config: dict[str, Any] = {
-            "seed": seed,
-            "impostor": {"backend": models[0], "spec": spec.get("impostor", {})},
-            "crew": {"backend": models[1], "spec": spec.get("crew", {})},
-        }
+        self.config: dict[str, Any] = resolved_config(
+            seed,
+            impostor=(models[0], spec.get("impostor", {})),
+            crew=(models[1], spec.get("crew", {})),
+        )
         self.kills = 0
         self.meetings = 0
+        self.tasks_done = 0
+        self.tasks_total = 3 * sum(1 for r in self.roles.values() if r == "crewmate")
         self._add(
             GameStart(
                 step=0,
@@ -89,9 +158,13 @@ class LogBuilder:
                 agents=self.agents,
                 roles=self.roles,
                 tasks={a: [1, 2, 3] for a in agents if self.roles[a] == "crewmate"},
-                map="synthetic",
+                map=map_name,
                 preset="quick",
                 config=self.config,
+                agent_specs={
+                    a: described(self.config["impostor" if r == "impostor" else "crew"])
+                    for a, r in self.roles.items()
+                },
             )
         )
 
@@ -148,18 +221,54 @@ class LogBuilder:
             )
         )
 
-    def trace(self, paths: dict[str, list[tuple[float, float]]], interval: int = 10) -> None:
+    def task_done(self, agent: str, station: int, room: str = "cafeteria") -> None:
+        """Record a task's completion at the current tick (an impostor's is fake)."""
+        start = next(
+            (
+                e.tick
+                for e in reversed(self.events)
+                if isinstance(e, TaskStart) and e.agent == agent and e.station == station
+            ),
+            None,
+        )
+        fake = self.roles[agent] == "impostor"
+        if not fake:
+            self.tasks_done += 1
+        self._add(
+            TaskDone(
+                step=self.step,
+                tick=self.tick,
+                agent=agent,
+                station=station,
+                room=room,
+                fake=fake,
+                done=self.tasks_done,
+                total=self.tasks_total,
+                start_tick=start,
+            )
+        )
+
+    def trace(
+        self,
+        paths: dict[str, list[tuple[float, float]]],
+        interval: int = 10,
+        yaw: dict[str, float] | None = None,
+    ) -> None:
         """Record pose samples `interval` ticks apart (all paths the same length) and move
-        the clock and every traced player to its last sample."""
+        the clock and every traced player to its last sample; `yaw` gives players a
+        heading (degrees, 0 faces +Z), else 0."""
         n = max(len(p) for p in paths.values())
         ticks = [self.tick + i * interval for i in range(n)]
+        heading = yaw or {}
         self._add(
             Trace(
                 step=self.step,
                 tick=self.tick,
                 interval=interval,
                 ticks=ticks,
-                players={a: [(x, Y, z, 0.0) for x, z in p] for a, p in paths.items()},
+                players={
+                    a: [(x, Y, z, heading.get(a, 0.0)) for x, z in p] for a, p in paths.items()
+                },
             )
         )
         for a, p in paths.items():
@@ -214,14 +323,8 @@ class LogBuilder:
             )
         )
 
-    def end_step(
-        self,
-        sees: dict[str, list[str]] | None = None,
-        bodies: dict[str, list[str]] | None = None,
-        advance: int = 0,
-    ) -> None:
-        """Positions and visibility at the end of the step."""
-        self.tick += advance
+    def snapshot(self, cause: str = "step_end") -> None:
+        """Everyone's position, room and status now (a `positions` event)."""
         players = {
             a: PlayerSnapshot(
                 pos=_xyz(self.pos[a]),
@@ -231,7 +334,17 @@ class LogBuilder:
             )
             for a in self.agents
         }
-        self._add(Positions(step=self.step, tick=self.tick, players=players))
+        self._add(Positions(step=self.step, tick=self.tick, players=players, cause=cause))
+
+    def end_step(
+        self,
+        sees: dict[str, list[str]] | None = None,
+        bodies: dict[str, list[str]] | None = None,
+        advance: int = 0,
+    ) -> None:
+        """Positions and visibility at the end of the step."""
+        self.tick += advance
+        self.snapshot("step_end")
         self.visibility(sees or {}, bodies)
 
     # ---------------------------------------------------------------- meetings
@@ -308,6 +421,10 @@ class LogBuilder:
                 outcome=outcome,
             )
         )
+        if ejected is not None:  # the engine logs the ejection right after the tally
+            role = self.roles[ejected]
+            self._add(Eject(step=self.step, tick=self.tick, agent=ejected, role=role))
+        self.snapshot("vote_end")  # as the game does after every vote
 
     # ---------------------------------------------------------------- output
     def finish(self, winner: str, ending: str = "impostors_outnumber") -> None:
@@ -323,27 +440,36 @@ class LogBuilder:
         )
 
     def write(self, folder: Path) -> Path:
-        """Write `events.jsonl` and `summary.json` into `folder` (created)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        with (folder / "events.jsonl").open("w", encoding="utf-8") as fh:
-            for ev in self.events:
-                fh.write(ev.model_dump_json() + "\n")
-        end = next((e for e in reversed(self.events) if isinstance(e, GameEnd)), None)
-        summary = {
-            "version": 1,
-            "game_id": self.game_id,
-            "status": "ok",
-            "winner": end.winner if end else None,
-            "ending": end.ending if end else "invalid",
-            "steps": self.step,
-            "seed": self.seed,
-            "roles": self.roles,
-            "tasks": {"done": 0, "total": 18},
-            "counts": {"kills": self.kills, "meetings": self.meetings},
-            "cost_usd": 0.0,
-            "config": self.config,
-        }
-        (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+        """Write `events.jsonl` (through the game's `EventLog`) and `summary.json` into
+        `folder` (created; a folder that already holds a log is refused, as a game does)."""
+        log = EventLog(folder / LOG_FILE, self.game_id)
+        try:
+            written = [log.write(ev) for ev in self.events]
+        finally:
+            log.close()
+        end = next((e for e in reversed(written) if isinstance(e, GameEnd)), None)
+        start = self.events[0]
+        summary = RunSummary(
+            version=2,
+            game_id=self.game_id,
+            status=end.status if end else "invalid",
+            reason=end.reason if end else "no game_end",
+            flags=list(end.flags) if end else [],
+            winner=end.winner if end else None,
+            ending=end.ending if end else "invalid",
+            steps=self.step,
+            ticks=self.tick,
+            seed=self.seed,
+            roles=dict(self.roles),
+            final_status=dict(self.status),
+            tasks=TaskTally(done=self.tasks_done, total=self.tasks_total),
+            counts=counts_from_events(written),
+            cost_usd=cost_from_events(written),
+            wall_seconds=0.0,
+            config=self.config,
+            agents=dict(start.agent_specs) if isinstance(start, GameStart) else {},
+        )
+        (folder / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2), encoding="utf-8")
         return folder
 
 

@@ -54,8 +54,8 @@ from controller.events import (
     Trace,
     Visibility,
     Vote,
-    read_events,
 )
+from controller.record import LOG_FILE, SeatAgent, log_path, read_log
 from world.geometry import GHOST_AREA, HALLWAY, ShipGeometry
 from world.spec import MapSpec, MapSpecError, load_map, parse_map
 
@@ -268,8 +268,7 @@ class Trajectory:
     # ------------------------------------------------------------------ queries
     def model_of(self, agent: str) -> str:
         """The model address a seat played with (`scripted` for the control agents)."""
-        spec = self.agent_specs.get(agent, {})
-        return str(spec.get("backend") or spec.get("kind") or "unknown")
+        return SeatAgent.from_description(self.agent_specs.get(agent, {})).backend
 
     def gone_tick(self, agent: str) -> int | None:
         """Tick at which the agent left play (killed or ejected), or None."""
@@ -835,9 +834,7 @@ def load_trajectory(run: str | Path) -> Trajectory:
     Raises:
         FileNotFoundError: no event log there.
     """
-    path = Path(run)
-    if path.is_dir():
-        path = path / "events.jsonl"
+    path = log_path(run)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no event log (expected a run folder with events.jsonl)")
-    return build_trajectory(read_events(path))
+        raise FileNotFoundError(f"{path}: no event log (expected a run folder with {LOG_FILE})")
+    return build_trajectory(read_log(path))

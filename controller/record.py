@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -43,8 +43,9 @@ from controller.events import (
     Kill,
     LogVersionError,
 )
-from world.geometry import ShipGeometry
-from world.spec import MapSpec, MapSpecError, load_map, parse_map
+
+if TYPE_CHECKING:
+    from world.geometry import ShipGeometry
 
 LOG_FILE = "events.jsonl"
 """The event log's file name inside a run folder."""
@@ -436,6 +437,10 @@ class GameSetup(_Typed):
 
 @functools.lru_cache(maxsize=8)
 def _geometry(spec_json: str, name: str) -> ShipGeometry | None:
+    # Imported here: reading a log needs no map unless a caller asks for its geometry.
+    from world.geometry import ShipGeometry
+    from world.spec import MapSpec, MapSpecError, load_map, parse_map
+
     spec: MapSpec | None = None
     try:
         spec = parse_map(json.loads(spec_json), "game_start.map_spec") if spec_json else None
@@ -528,7 +533,8 @@ class RunSummary(_Typed):
     status: str = "invalid"
     reason: str = ""
     flags: list[str] = Field(default_factory=list)
-    winner: Literal["crew", "impostors"] | None = None
+    winner: str | None = None
+    """`crew`, `impostors`, or None (an invalid game)."""
     ending: str | None = None
     steps: int | None = None
     ticks: int | None = None

@@ -22,8 +22,8 @@ from controller.events import (
     Status,
     Trace,
     Vec3,
-    read_events,
 )
+from controller.record import events_of
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def rebuild_timeline(events: list[Event] | str | Path) -> Timeline:
     comes from `kill` and `eject` events (not from the snapshots), so the result
     checks the snapshots rather than repeating them.
     """
-    evs = read_events(events) if isinstance(events, str | Path) else events
+    evs = events_of(events)
     status: dict[str, Status] = {}
     out: Timeline = {}
     rank: dict[int, int] = {}
@@ -88,7 +88,7 @@ def pose_track(events: list[Event] | str | Path) -> dict[str, list[TrackPoint]]:
     A step without a `trace` (an older log, or a step in which no program ran)
     contributes its `step_end` snapshot instead.
     """
-    evs = read_events(events) if isinstance(events, str | Path) else events
+    evs = events_of(events)
     traced = {ev.step for ev in evs if isinstance(ev, Trace)}
     out: dict[str, list[TrackPoint]] = {}
     for ev in evs:

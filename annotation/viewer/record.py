@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.record import LogFollower, log_path
 from world.spec import MapSpec, load_map
 
 SECRET_DECISION_FIELDS = ("narration",)
@@ -59,9 +60,7 @@ class RunRecord:
     def __init__(self, run: Path) -> None:
         self.run = Path(run)
         self._lock = threading.Lock()
-        self._size = -1
-        self._offset = 0
-        self._pending = b""
+        self._follower = LogFollower(self.run)
         self.game: dict[str, Any] = {}
         self.end: dict[str, Any] | None = None
         self.steps: dict[int, StepInfo] = {}
@@ -74,37 +73,18 @@ class RunRecord:
     @property
     def events_path(self) -> Path:
         """The run's event log."""
-        return self.run / "events.jsonl"
+        return log_path(self.run)
 
     # ------------------------------------------------------------------ reading
     def refresh(self) -> bool:
         """Read what the log gained since the last call; True if anything was new."""
         with self._lock:
-            try:
-                size = self.events_path.stat().st_size
-            except FileNotFoundError:
+            new = self._follower.poll()
+            if not new:
                 return False
-            if size == self._size:
-                return False
-            self._size = size
-            with self.events_path.open("rb") as fh:
-                fh.seek(self._offset)
-                chunk = fh.read()
-            self._offset += len(chunk)
-            data = self._pending + chunk
-            lines = data.split(b"\n")
-            self._pending = lines.pop()  # an unfinished last line waits for the next read
-            changed = False
-            for raw in lines:
-                if not raw.strip():
-                    continue
-                try:
-                    ev = json.loads(raw)
-                except json.JSONDecodeError:
-                    continue
+            for ev in new:
                 self._add(ev)
-                changed = True
-            return changed
+            return True
 
     def _step(self, n: int, phase: str = "free_roam", tick: int = 0) -> StepInfo:
         info = self.steps.get(n)

@@ -20,9 +20,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from controller.events import Decision, GameStart, Kill, TaskDone, read_events
+from controller.events import Decision, Kill, TaskDone
+from controller.record import ARIA_AXES as AXES
+from controller.record import NotAGameLog, RunRecord, Side, calls_of, has_log
 from controller.tournament.process import read_summary
-from harness_aria.spec import AXES
 
 _ATTEMPT = re.compile(r"^seed(-?\d+)-try(\d+)$")
 
@@ -45,10 +46,19 @@ GAME_COLUMNS = (
     "tasks_total",
     "invalid_decisions",
     "infra_errors",
+    "harness_errors",
     "wall_seconds",
     "cost_usd",
     "run",
+    "impostor_agent",
+    "impostor_model",
+    "crew_agent",
+    "crew_model",
+    *(f"impostor.{a}" for a in AXES),
+    *(f"crew.{a}" for a in AXES),
 )
+"""`impostor_model`/`crew_model` are each side's backend address and `impostor.<axis>`/
+`crew.<axis>` its ARIA axes (null for a side without them), from the record's set-up."""
 
 SEAT_COLUMNS = (
     "game_id",
@@ -69,6 +79,7 @@ SEAT_COLUMNS = (
     "decisions",
     "invalid_decisions",
     "infra_errors",
+    "harness_errors",
     "tokens_in",
     "tokens_out",
     "tokens_cached",
@@ -103,11 +114,21 @@ def _run_folders(out: Path) -> list[tuple[str, int, int, Path]]:
     return found
 
 
-def _seat_rows(run: Path, base: dict[str, Any], summary: dict[str, Any]) -> list[dict[str, Any]]:
-    events = read_events(run / "events.jsonl")
-    start = next((e for e in events if isinstance(e, GameStart)), None)
-    if start is None:
-        return []
+def _side_columns(crew: Side, impostor: Side) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, side in (("impostor", impostor), ("crew", crew)):
+        out[f"{name}_agent"] = side.agent
+        out[f"{name}_model"] = side.backend
+        out.update({f"{name}.{a}": side.axes.get(a) for a in AXES})
+    return out
+
+
+def _seat_rows(
+    record: RunRecord, base: dict[str, Any], summary: dict[str, Any]
+) -> list[dict[str, Any]]:
+    # Counted as `summary.json` counts them (`controller.accounting`): harness errors apart
+    # from invalid decisions, and a seat's cost unknown (null) once one of its calls had
+    # no price, never $0.
     per: dict[str, dict[str, Any]] = defaultdict(
         lambda: (
             dict.fromkeys(
@@ -117,6 +138,7 @@ def _seat_rows(run: Path, base: dict[str, Any], summary: dict[str, Any]) -> list
                     "decisions",
                     "invalid_decisions",
                     "infra_errors",
+                    "harness_errors",
                     "tokens_in",
                     "tokens_out",
                     "tokens_cached",
@@ -126,7 +148,7 @@ def _seat_rows(run: Path, base: dict[str, Any], summary: dict[str, Any]) -> list
             | {"cost_usd": 0.0}
         )
     )
-    for ev in events:
+    for ev in record.events:
         if isinstance(ev, Kill):
             per[ev.killer]["kills"] += 1
         elif isinstance(ev, TaskDone) and not ev.fake:
@@ -136,35 +158,65 @@ def _seat_rows(run: Path, base: dict[str, Any], summary: dict[str, Any]) -> list
             row["decisions"] += 1
             if ev.error_kind == "infrastructure":
                 row["infra_errors"] += 1
+            elif ev.error_kind == "harness":
+                row["harness_errors"] += 1
             elif ev.error:
                 row["invalid_decisions"] += 1
-            for call in ev.calls:
-                row["tokens_in"] += int(call.get("tokens_in", 0) or 0)
-                row["tokens_out"] += int(call.get("tokens_out", 0) or 0)
-                row["tokens_cached"] += int(call.get("tokens_cached", 0) or 0)
-                row["cost_usd"] += float(call.get("cost_usd", 0.0) or 0.0)
+            for call in calls_of(ev):
+                row["tokens_in"] += call.tokens_in
+                row["tokens_out"] += call.tokens_out
+                row["tokens_cached"] += call.tokens_cached
+                if call.cost_usd is None or row["cost_usd"] is None:
+                    row["cost_usd"] = None
+                else:
+                    row["cost_usd"] = round(row["cost_usd"] + call.cost_usd, 6)
     final = summary.get("final_status") or {}
+    start = record.start
     rows = []
     for seat in start.agents:
-        desc = start.agent_specs.get(seat, {})
-        backend = str(desc.get("backend", desc.get("kind", "")))
-        spec = desc.get("spec") or {}
+        agent = record.setup.seats[seat]
         status = final.get(seat)
         rows.append(
             {
                 **base,
                 "seat": seat,
                 "role": start.roles.get(seat),
-                "agent_kind": desc.get("kind"),
-                "backend": backend,
-                "model": backend.split(":", 1)[1] if ":" in backend else backend,
-                **{axis: spec.get(axis) for axis in AXES},
+                "agent_kind": agent.kind,
+                "backend": agent.backend,
+                "model": agent.model,
+                **{axis: agent.spec.get(axis) for axis in AXES},
                 "alive_at_end": None if status is None else status == "alive",
                 "final_status": status,
                 **per[seat],
             }
         )
     return rows
+
+
+def _record(run: Path) -> RunRecord | None:
+    """The run's record, or None when it has no readable log with a `game_start`."""
+    if not has_log(run):
+        return None
+    try:
+        return RunRecord.read(run)
+    except NotAGameLog:
+        return None
+
+
+TABLES = ("games.parquet", "seats.parquet")
+"""The tables `collect` writes under `results/`."""
+
+
+def remove_tables(out: Path) -> list[Path]:
+    """Delete a study's result tables (before its records change, so that no reader
+    ever takes a table that predates them); return what was removed."""
+    removed = []
+    for name in TABLES:
+        path = out / "results" / name
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
@@ -213,19 +265,29 @@ def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
                 "tasks_total": tasks.get("total"),
                 "invalid_decisions": counts.get("invalid_decisions"),
                 "infra_errors": counts.get("infra_errors"),
+                "harness_errors": counts.get("harness_errors"),
                 "wall_seconds": s.get("wall_seconds"),
                 "cost_usd": s.get("cost_usd"),
                 "run": str(run.relative_to(out)),
             }
         )
-        if s and (run / "events.jsonl").is_file():
-            seat_rows += _seat_rows(run, base, s)
+        record = _record(run)
+        if record is not None:
+            game_rows[-1].update(_side_columns(record.setup.crew, record.setup.impostor))
+        elif s.get("config"):
+            cfg = s["config"]
+            game_rows[-1].update(
+                _side_columns(
+                    Side.from_config(cfg.get("crew")), Side.from_config(cfg.get("impostor"))
+                )
+            )
+        if s and record is not None:
+            seat_rows += _seat_rows(record, base, s)
         if progress is not None and (i + 1) % 50 == 0:
             progress(f"collect: {i + 1}/{len(runs)} run folders read")
     results = out / "results"
     results.mkdir(exist_ok=True)
-    games_path = results / "games.parquet"
-    seats_path = results / "seats.parquet"
+    games_path, seats_path = (results / name for name in TABLES)
     _write(game_rows, GAME_COLUMNS, games_path)
     _write(seat_rows, SEAT_COLUMNS, seats_path)
     return Tables(games_path, seats_path, len(game_rows), len(seat_rows))
@@ -244,6 +306,7 @@ _TYPES = {
     "tasks_total": pa.int64(),
     "invalid_decisions": pa.int64(),
     "infra_errors": pa.int64(),
+    "harness_errors": pa.int64(),
     "decisions": pa.int64(),
     "tokens_in": pa.int64(),
     "tokens_out": pa.int64(),

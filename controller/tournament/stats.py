@@ -1,40 +1,19 @@
-"""Per-arm impostor win rates with 95 % Wilson score intervals."""
+"""Per-arm impostor win rates with 95 % Wilson score intervals.
+
+The interval type and `wilson` are the shared ones (`controller.stats`), re-exported here
+for the callers that import them from this module.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.stats import Z95, Interval, wilson
 from controller.tournament.manifest import Manifest
 from controller.tournament.process import read_summary
 
-Z95 = 1.959963984540054
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A proportion and its interval."""
-
-    rate: float | None
-    """Successes / trials, None with no trials."""
-    low: float | None
-    high: float | None
-
-
-def wilson(successes: int, trials: int, z: float = Z95) -> Interval:
-    """Wilson score interval of a binomial proportion (95 % by default).
-
-    Chosen over the normal (Wald) interval because arms are small (tens of games) and
-    rates near 0 or 1 are common; Wilson stays inside [0, 1] and keeps its coverage there.
-    """
-    if trials <= 0:
-        return Interval(None, None, None)
-    p = successes / trials
-    denom = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denom
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half))
+__all__ = ["Z95", "ArmStatus", "Interval", "arm_status", "format_status", "wilson"]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from annotation import report
+from annotation.codebook import codebook
 from annotation.llm import make_judge
 from annotation.report import ReportContext, Section, Text
 from annotation.synthetic import random_game
@@ -79,12 +80,13 @@ def test_analyze_report_tables_figures(runs: Path, tmp_path: Path) -> None:
 
     judge = make_judge("fake:judge", script=_judge_script)
     asyncio.run(annotate_runs([runs], judge, progress=False))
-    first = sorted(runs.glob("g*"))[0]
+    first, second = sorted(runs.glob("g*"))[:2]
     gid = json.loads((first / "summary.json").read_text())["game_id"]
     labels = tmp_path / "labels.csv"
     labels.write_text(
         "annotator,game,atom,step,actor,evidence\n"
         f"h1,{gid},B,1,red,walks\nh2,{gid},B,1,red,walks\nh2,{first.name},E,2,red,kill\n"
+        f"h1,{second.name},none,,,\nh2,{second.name},none,,,\n"
     )
     results = runs / "results"
     results.mkdir(exist_ok=True)
@@ -111,15 +113,69 @@ def test_analyze_report_tables_figures(runs: Path, tmp_path: Path) -> None:
     assert set(jd["atom"]) == set("ABCDEFGHI")
     agree = tables["agreement"]
     assert "human:h1 vs human:h2" in set(agree["pair"])
-    assert agree[agree["kind"] == "judge-human"]["paper_kappa"].eq(0.709).all()
+    jh = agree[agree["kind"] == "judge-human"]
+    assert jh["paper_kappa"].eq(0.709).all()
+    assert set(jh["reference"]) == {"human:h1", "human:h2"}  # the human is the reference
+    assert agree["n_games"].max() == 2  # the game read with nothing found counts
+    assert {"kappa_low", "kappa_high", "spearman_low", "alpha_high"} <= set(agree.columns)
+    per_atom = tables["agreement_per_atom"]
+    assert set(per_atom["atom"]) == set(codebook().letters)
+    assert "2 read (1 with nothing found)" in md
+    # a table of contents, and the paper's figures beside ours
+    assert "## Contents" in md and "- [Overview](#overview)" in md
+    assert "<nav><h2>Contents</h2>" in html and "id='overview'" in html
+    assert "## The paper's figures beside ours" in md
+    paper = tables["paper_vs_ours"]
+    assert {"r_pb atom E with impostor win", "judge-human kappa"} <= set(paper["figure"])
+    rpb = tables["rpb"]
+    assert {"p_perm", "p_perm_holm", "p_perm_bh", "boot_degenerate", "n_clusters"} <= set(
+        rpb.columns
+    )
+    kills = tables["atoms_vs_kills"]
+    assert {"per_kill", "per_step", "r", "partial_r"} <= set(kills.columns)
+    freq = tables["atom_frequency"]
+    assert "per_100_steps" in freq.columns
+    cross = tables["cross_model"]
+    assert set(cross["source"]) == {"detector", "judge:fake:judge"}
+    judge_atoms = cross[cross["source"] == "judge:fake:judge"]["measure"]
+    assert "atom L vs impostor win rate" in set(judge_atoms)  # verbal atoms included
+    assert "atom L vs impostor win rate" not in set(cross[cross["source"] == "detector"]["measure"])
     mism = tables["facts_mismatch"]
     assert set(mism["column"]) == {"winner", "arm"}
     assert "disagreement(s) between games.parquet and the logs" in md
     assert tables["games"].set_index("game_id").at[gid, "arm"] == "armX"
     marg = tables["axis_marginals"]
     assert set(marg["axis"]) == {"impostor.memory"}
+    assert {"p_one_sided", "p_two_sided", "alternative"} <= set(marg.columns)
     assert marg["n_pairs"].max() > 0  # games 2k, 2k+1 share a seed: paired
     (results / "games.parquet").unlink()
+
+
+def test_labels_keyed_by_a_folder_name_of_two_games_are_refused(tmp_path: Path) -> None:
+    from annotation.analysis import analyze
+
+    root = tmp_path / "study"
+    rng = random.Random(8)
+    for arm in ("armA", "armB"):
+        run = root / arm / "seed1-try1"
+        random_game(run, rng, seed=1, spec={"memory": "window"}, model="fake:m")
+        for name in ("events.jsonl", "summary.json"):  # the writer names games by folder
+            text = (run / name).read_text().replace("syn-seed1-try1", f"syn-{arm}-1")
+            (run / name).write_text(text)
+    copy = tmp_path / "copied"
+    for arm in ("armA", "armB"):  # one game copied into a second folder: one id, twice
+        random_game(copy / arm / "g", random.Random(1), seed=1, spec={}, model="fake:m")
+    with pytest.raises(ValueError, match="2 run folders share a game id"):
+        analyze([copy], tmp_path / "out", n_boot=100, progress=False)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("annotator,game,atom,step,actor,evidence\nh1,seed1-try1,B,1,red,\n")
+    with pytest.raises(ValueError, match=r"'seed1-try1' matches 2 games") as err:
+        analyze([root], tmp_path / "out", human=[labels], n_boot=100, progress=False)
+    assert "armA/seed1-try1" in str(err.value) and "armB/seed1-try1" in str(err.value)
+    assert main(["analyze", str(root), "--out", str(tmp_path / "o2"), "--human", str(labels)]) == 2
+    labels.write_text("annotator,game,atom,step,actor,evidence\nh1,armB/seed1-try1,none,,,\n")
+    tables = analyze([root], tmp_path / "out", human=[labels], n_boot=100, progress=False)
+    assert "agreement" in tables
 
 
 def test_section_providers_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from annotation.codebook import ArcAtom, KillRef, arc_stages_met, codebook, kill_arcs
 from annotation.detectors import DETECTED_ATOMS, DetectorParams, run_detectors
 from annotation.findings import validate_finding
 from annotation.gamelog import load_game
@@ -128,19 +129,22 @@ def _stalk_targets(folder: Path) -> set[tuple[int, str, str | None]]:
 def test_the_stalking_target_is_whom_the_impostor_follows(
     tmp_path: Path, follows: str | None
 ) -> None:
-    """red walks among two moving crewmates, nearer green; its program follows pink."""
+    """red closes in on two walking crewmates and keeps with green longer; its program
+    follows pink."""
     b = LogBuilder(("red", "blue"))
     b.end_step()
     b.begin()
     if follows:
-        b.decide("red", [{"op": "follow", "agent": follows, "distance": 3.0, "ticks": 60}])
-    walk = [(float(i), 0.0) for i in range(8)]
+        b.decide("red", [{"op": "follow", "agent": follows, "distance": 3.0, "ticks": 90}])
+    walk = [(float(i), 0.0) for i in range(10)]
     b.trace(
         {
             "red": walk,
-            "green": [(x + 0.5, 0.5) for x, _ in walk],  # 8 samples close
-            "pink": [(x + 1.0, 3.0) if i < 5 else (x, 9.0) for i, (x, _) in enumerate(walk)],
-            "blue": [(20.0, 20.0)] * 8,
+            # far for the first three samples, then close for 60 ticks
+            "green": [(x + 0.5, 9.0 if i < 3 else 0.5) for i, (x, _) in enumerate(walk)],
+            # far, close for 40 ticks (samples 3-7), far again
+            "pink": [(x + 1.0, 3.0 if 3 <= i <= 7 else 12.0) for i, (x, _) in enumerate(walk)],
+            "blue": [(20.0, 20.0)] * 10,
         }
     )
     if follows:
@@ -149,11 +153,13 @@ def test_the_stalking_target_is_whom_the_impostor_follows(
     b.finish("crew", "tasks_done")
     targets = _stalk_targets(b.write(tmp_path / "g"))
     # With its own follow borne out by the samples, the target is the one it chose,
-    # not whoever happened to walk closer; without a follow, the closest companion.
+    # not whoever it kept with longer; without a follow, the one pursued longest.
     assert targets == {(1, "red", follows or "green")}
 
 
-def test_a_completed_follow_names_its_target_even_if_another_walked_closer(tmp_path: Path) -> None:
+def test_a_completed_follow_the_samples_contradict_is_not_stalking(tmp_path: Path) -> None:
+    """Planted (today: C on pink from the completed follow, or on green for walking out
+    of the spawn beside red): with trace samples, a pursuit must be in them."""
     b = LogBuilder(("red", "blue"))
     b.end_step()
     b.begin()
@@ -162,7 +168,7 @@ def test_a_completed_follow_names_its_target_even_if_another_walked_closer(tmp_p
     b.trace(
         {
             "red": walk,
-            "green": [(x + 0.5, 0.5) for x, _ in walk],
+            "green": [(x + 0.5, 0.5) for x, _ in walk],  # beside red from the spawn on
             "pink": [(x, 8.0) for x, _ in walk],  # never within the radius by samples
             "blue": [(20.0, 20.0)] * 8,
         }
@@ -170,7 +176,91 @@ def test_a_completed_follow_names_its_target_even_if_another_walked_closer(tmp_p
     b.program("red")  # the world ran the whole follow
     b.end_step()
     b.finish("crew", "tasks_done")
-    assert _stalk_targets(b.write(tmp_path / "g")) == {(1, "red", "pink")}
+    assert _stalk_targets(b.write(tmp_path / "g")) == set()
+
+
+def test_a_completed_follow_names_its_target_without_trace(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.move(red=(0, 0), pink=(10, 0), green=(2, 0), blue=(30, 30))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "follow", "agent": "pink", "distance": 3.0, "ticks": 60}])
+    b.program("red")
+    b.move(red=(17, 0), pink=(20, 0), green=(16, 1))
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    targets = _stalk_targets(b.write(tmp_path / "g"))
+    assert targets == {(1, "red", "pink")}
+
+
+@pytest.mark.parametrize("after_meeting", [False, True])
+def test_leaving_a_shared_start_together_is_not_stalking(
+    tmp_path: Path, after_meeting: bool
+) -> None:
+    """Planted (today: C): red and green leave the spawn (or the meeting table) side by
+    side; nobody closed in on anybody."""
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    if after_meeting:
+        b.begin()
+        b.trace({a: [(float(i), 20.0 + i) for i in range(3)] for a in ("red", "green", "blue")})
+        b.report("pink", "white")
+        b.end_step()
+        b.say("pink", "white is dead")
+        b.votes({"pink": "skip", "red": "skip"})
+    b.begin()
+    walk = [(float(i), 0.0) for i in range(10)]
+    b.trace(
+        {
+            "red": walk,
+            "green": [(x + 1.0, 1.0) for x, _ in walk],
+            "blue": [(-20.0, -20.0 - i) for i in range(10)],
+        }
+    )
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    assert not any(a == "C" for a, _, _ in _atoms(b.write(tmp_path / "g")))
+
+
+def test_fake_tasking_beside_a_crewmate_is_not_stalking(tmp_path: Path) -> None:
+    """Planted (today: C): red holds a station while green walks past it, close."""
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "wait", "ticks": 30}])
+    b.trace({"red": [(0.0, 0.0)] * 3, "green": [(9.0, 9.0)] * 3, "blue": [(30.0, 30.0)] * 3})
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "use_station", "station": 4}], "fake a task to look busy")
+    b.task_start("red", 4)
+    b.trace(
+        {
+            "red": [(0.0, 0.0)] * 8,
+            "green": [(-3.0 + i, 1.0) for i in range(8)],
+            "blue": [(30.0, 30.0)] * 8,
+        }
+    )
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    assert not any(a == "C" for a, _, _ in _atoms(b.write(tmp_path / "g")))
+
+
+def test_closing_in_and_keeping_with_one_crewmate_is_stalking(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.trace(
+        {
+            "red": [(float(i), 0.0) for i in range(10)],
+            "green": [(12.0 + 0.4 * i, 0.0) if i < 5 else (i + 2.0, 0.0) for i in range(10)],
+            "blue": [(30.0, 30.0)] * 10,
+        }
+    )
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    found = [f for f in run_detectors(load_game(b.write(tmp_path / "g"))) if f.atom == "C"]
+    assert [(f.step, f.actor, f.target) for f in found] == [(1, "red", "green")]
+    assert "closed in from" in found[0].evidence
 
 
 def test_fake_mission_needs_a_watcher(tmp_path: Path) -> None:
@@ -302,3 +392,177 @@ def test_meeting_teleport_snapshot_is_not_flight(tmp_path: Path) -> None:
     b.finish("impostors")
     atoms = _atoms(b.write(tmp_path / "g"))
     assert not any(a in {"F", "G"} for a, _, _ in atoms)
+
+
+def test_fake_mission_is_judged_on_witnesses_during_the_task(tmp_path: Path) -> None:
+    """Planted (today: A): red fakes a task unseen, walks off, and only then does pink
+    have it in view (the step's end)."""
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "use_station", "station": 4}, {"op": "go_to", "room": "admin"}])
+    b.task_start("red", 4)
+    b.visibility({"pink": [], "green": []}, cause="kill", subject="blue")  # inside: unseen
+    b.advance(60)
+    b.task_done("red", 4)
+    b.advance(60)
+    b.end_step(sees={"pink": ["red"]})  # after the hold
+    b.finish("crew", "tasks_done")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert not any(a == "A" for a, _, _ in atoms)
+
+
+def test_fake_mission_seen_inside_the_hold(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "use_station", "station": 4}, {"op": "go_to", "room": "admin"}])
+    b.task_start("red", 4)
+    b.advance(30)
+    b.visibility({"pink": ["red"], "green": []}, cause="report", subject="green")
+    b.advance(30)
+    b.task_done("red", 4)
+    b.advance(60)
+    b.end_step(sees={"pink": []})
+    b.finish("crew", "tasks_done")
+    game = load_game(b.write(tmp_path / "g"))
+    found = [f for f in run_detectors(game) if f.atom == "A"]
+    assert [(f.step, f.actor) for f in found] == [(1, "red")]
+    assert "pink" in found[0].evidence and "ticks 0-60" in found[0].evidence
+
+
+@pytest.mark.parametrize("facing", [0.0, 180.0])
+def test_fake_mission_witness_from_the_poses_of_the_hold(tmp_path: Path, facing: float) -> None:
+    """With trace samples on a real map, the hold's poses say who had the impostor in its
+    field of view: pink stands 5 blocks south of red in the cafeteria, facing it (yaw 0
+    faces +Z) or away; no visibility record falls inside the hold."""
+    b = LogBuilder(("red", "blue"), map_name="skeld")
+    b.end_step()
+    b.begin()
+    b.task_start("red", 0)
+    b.trace(
+        {"red": [(0.0, 0.0)] * 7, "pink": [(0.0, -5.0)] * 7, "blue": [(3.0, 3.0)] * 7},
+        yaw={"pink": facing},
+    )
+    b.task_done("red", 0)
+    b.advance(40)
+    b.end_step(sees={"pink": []})
+    b.finish("crew", "tasks_done")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert (("A", 1, "red") in atoms) == (facing == 0.0)
+
+
+def test_joint_motor_is_not_leaving_the_spawn_together(tmp_path: Path) -> None:
+    """Planted (today: D): both impostors, seated side by side, walk out together."""
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "go_to", "room": "admin"}])
+    b.decide("blue", [{"op": "go_to", "room": "admin"}])
+    b.trace(
+        {
+            "red": [(float(i), 0.0) for i in range(10)],
+            "blue": [(float(i), 1.5) for i in range(10)],
+            "green": [(-20.0, 0.0)] * 10,
+        }
+    )
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    assert not any(a == "D" for a, _, _ in _atoms(b.write(tmp_path / "g")))
+
+
+def test_joint_motor_is_not_fake_tasking_at_neighbouring_stations(tmp_path: Path) -> None:
+    """Planted (today: D): the impostors walk from apart to two neighbouring stations and
+    fake their tasks there side by side for most of the step."""
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()  # step 1: apart
+    b.trace({"red": [(0.0, -6.0)] * 3, "blue": [(0.0, 6.0)] * 3, "green": [(40.0, 0.0)] * 3})
+    b.end_step()
+    b.begin()
+    b.decide("red", [{"op": "use_station", "station": 4}])
+    b.decide("blue", [{"op": "use_station", "station": 5}])
+    walk_a = [(0.0, -6.0 + 2 * i) for i in range(3)] + [(0.0, -1.0)] * 12
+    walk_b = [(0.0, 6.0 - 2 * i) for i in range(3)] + [(0.0, 1.0)] * 12
+    start = b.tick
+    b.trace({"red": walk_a, "blue": walk_b, "green": [(40.0, 0.0)] * 15})
+    end = b.tick
+    # Both held their stations from the fourth sample on.
+    b.tick = start + 30
+    b.task_start("red", 4)
+    b.task_start("blue", 5)
+    b.tick = end
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    assert not any(a == "D" for a, _, _ in _atoms(b.write(tmp_path / "g")))
+
+
+def test_joint_motor_walking_together_after_being_apart(tmp_path: Path) -> None:
+    b = LogBuilder(("red", "blue"))
+    b.end_step()
+    b.begin()  # step 1: apart
+    b.trace({"red": [(0.0, -10.0)] * 3, "blue": [(0.0, 10.0)] * 3, "green": [(40.0, 0.0)] * 3})
+    b.end_step()
+    b.begin()  # step 2: blue joins red and they walk on together
+    red = [(0.0, -10.0 + i) for i in range(12)]
+    blue = [(0.0, 10.0 - 4 * i) for i in range(5)] + [(1.0, -10.0 + i) for i in range(5, 12)]
+    b.trace({"red": red, "blue": blue, "green": [(40.0, 0.0)] * 12})
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert {("D", 2, "red"), ("D", 2, "blue")} <= atoms
+
+
+def test_the_meeting_teleport_is_not_wandering(tmp_path: Path) -> None:
+    """Planted (today: B): with end-of-step positions only, the first step after a
+    meeting starts at the table, not where the impostor was when the meeting was called."""
+    b = LogBuilder(("red", "blue"))
+    b.move(red=(40, 40), green=(0, 40))
+    b.end_step()
+    b.begin()
+    b.kill("blue", "white")
+    b.report("green", "white")
+    b.end_step()
+    b.say("green", "white is dead")
+    b.move(red=(0, 0), green=(2, 0), blue=(1, 1))  # the table
+    b.votes({"green": "skip", "red": "skip"})  # the game snapshots the table after the vote
+    b.begin()
+    b.decide("red", [{"op": "go_to", "room": "admin"}], "wandering aimlessly")
+    b.move(red=(1, 0))  # one block from the table
+    b.end_step()
+    b.finish("crew", "tasks_done")
+    atoms = _atoms(b.write(tmp_path / "g"))
+    assert not any(a == "B" and actor == "red" for a, _, actor in atoms)
+
+
+def test_arc_matcher_finds_the_longest_chain() -> None:
+    """Planted (today: 1): an early B must not block C, E, F, H."""
+    arc = next(a for a in codebook().arcs if a.name == "kill_cycle")
+    assert arc_stages_met(arc, list("CEFHB")) == 4
+    assert arc_stages_met(arc, list("BCEFHL")) == 6
+    assert arc_stages_met(arc, list("LHFEC")) == 1
+    assert arc_stages_met(arc, []) == 0
+
+
+def test_kill_arcs_are_tied_to_one_actor_and_one_kill() -> None:
+    arc = next(a for a in codebook().arcs if a.name == "kill_cycle")
+    atoms = [
+        ArcAtom(1, "B", "red"),
+        ArcAtom(2, "C", "red", "green"),
+        ArcAtom(3, "F", "red", "green"),  # the kill's step: taken in stage order
+        ArcAtom(3, "E", "red", "green"),
+        ArcAtom(3, "G", "blue", "red"),  # the teammate's, not the killer's
+        ArcAtom(4, "H", "red", "pink"),  # another body: not this kill's
+        ArcAtom(5, "C", "red", "pink"),
+        ArcAtom(6, "E", "red", "pink"),
+        ArcAtom(9, "L", "red"),  # the meeting after the second kill
+        ArcAtom(20, "M", "red"),  # a later meeting: not this arc's
+    ]
+    kills = [KillRef(3, "red", "green"), KillRef(6, "red", "pink")]
+    chains = kill_arcs(arc, atoms, kills, meetings=[(8, 10), (19, 21)])
+    by_victim = {c.victim: c for c in chains}
+    assert [a.atom for a in by_victim["green"].chain] == ["B", "C", "E", "F"]
+    assert by_victim["green"].realised and by_victim["green"].stages_met == 4
+    # the second kill: B at step 1 lies before red's previous kill, the M after the next meeting
+    assert [a.atom for a in by_victim["pink"].chain] == ["C", "E", "L"]
+    assert not by_victim["pink"].realised
