@@ -151,6 +151,7 @@ class FakeWorld:
         samples = self._batch_samples = [self._sample()]
         self._flushed = 0
         self._step_all(moving=False)
+        samples[-1] = self._sample()  # after the instant steps of the start tick
         limit = max(1, timeout_ms // TICK_MS)
         while (
             not self._frozen
@@ -159,7 +160,10 @@ class FakeWorld:
         ):
             self.tick += 1
             self._step_all(moving=True)
-            if self.tick - samples[-1].tick >= sample_interval:
+            if samples[-1].tick == self.tick:
+                # a rule event sampled this tick part-way through it: complete the sample
+                samples[-1] = self._sample()
+            elif self.tick - samples[-1].tick >= sample_interval:
                 samples.append(self._sample())
         for run in runs.values():
             if run.status is None:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.config import RulesConfig
-from controller.engine import SKIP, Ballot, Engine
+from controller.engine import SKIP, Ballot, Ending, Engine
 from controller.events import (
     ActionRejected,
     EventBase,
@@ -70,11 +70,15 @@ ACTS = st.lists(
 )
 
 
-def drive(seed: int, acts: list[Act]) -> tuple[Engine, list[tuple[int, list[EventBase]]]]:
+Outcome = tuple[int, list[EventBase], Ending | None]
+"""One act's tick, its events, and the engine's ending right after it."""
+
+
+def drive(seed: int, acts: list[Act]) -> tuple[Engine, list[Outcome]]:
     """Apply the acts in tick order; return the engine and each act's (tick, events)."""
     e = Engine(RULES, AGENTS, seed, STATIONS, BUTTON, room_at=lambda p: "hall")
     tick = 0
-    out: list[tuple[int, list[EventBase]]] = []
+    out: list[Outcome] = []
     for act in acts:
         tick += act.dt
         a, b = AGENTS[act.a], AGENTS[act.b]
@@ -115,7 +119,7 @@ def drive(seed: int, acts: list[Act]) -> tuple[Engine, list[tuple[int, list[Even
         elif act.kind == "step":
             e.begin_step()
             e.check_end()
-        out.append((tick, evs))
+        out.append((tick, evs, e.ending))
         check_state(e)
     return e, out
 
@@ -144,13 +148,13 @@ def test_engine_invariants(seed: int, acts: list[Act]) -> None:
     check_events(e, out)
 
 
-def check_events(e: Engine, out: list[tuple[int, list[EventBase]]]) -> None:
+def check_events(e: Engine, out: list[Outcome]) -> None:
     """Invariants of the event stream an action sequence produced."""
     ending_seen = None
     last_kill: dict[str, int] = {}
     meeting_ticks: list[int] = []
     lost: dict[str, int] = {}
-    for tick, evs in out:
+    for tick, evs, ending in out:
         for ev in evs:
             # every event carries the tick of the attempt, rejections included
             assert ev.tick == tick
@@ -176,8 +180,9 @@ def check_events(e: Engine, out: list[tuple[int, list[EventBase]]]) -> None:
                 assert not (ev.failed and ev.passed)
             elif isinstance(ev, MeetingEnd):
                 assert SKIP not in ev.abstained
-        if e.ending is not None and ending_seen is None:
-            ending_seen = e.ending
+        # the ending as it stood right after this act (not the engine's final state)
+        if ending is not None and ending_seen is None:
+            ending_seen = ending
     if ending_seen is not None:
         assert e.ending == ending_seen and e.phase == "over"
 
