@@ -1,14 +1,17 @@
 """How well the scripted ruler plays: meetings, ejections and endings over many seeds.
 
-Plays quick scripted games on the in-process fake world (no Minecraft, frames off)
-and reads every figure from the event logs: how many meetings each trigger calls,
+Plays scripted games on the in-process fake world (no Minecraft, frames off) and
+reads every figure from the event logs: who wins (the impostor win rate with its
+Wilson 95 % interval), kills per game, how many meetings each trigger calls,
 how many of them eject someone, the share of ejections that hit an impostor
 against the chance rate (the share of impostors among the living players who could
-be voted out, averaged over those same meetings), and how the games end. The rule
+be voted out, averaged over those same meetings) with a one-sided binomial p against
+2/7, and how the games end. The rule
 paths (kill, report, button, ejection, task) are counted too, so a run shows that
 every one of them is exercised in full games.
 
-Run from the repository root: python -m benchmarks.ruler [--seeds 40] [--first 1] [--preset quick]
+Run from the repository root:
+    python -m benchmarks.ruler [--seeds 100] [--first 1] [--preset quick|paper]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.balance import binomial_greater
 from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import (
@@ -35,6 +39,7 @@ from controller.events import (
     TaskDone,
     read_events,
 )
+from controller.tournament.stats import Interval, wilson
 from world.spec import load_map
 
 
@@ -43,6 +48,10 @@ class RulerStats:
     """Figures over a set of games, all counted from their event logs."""
 
     games: int = 0
+    impostor_wins: int = 0
+    kills: int = 0
+    self_reports: int = 0
+    """Reports made by an impostor (of a body its side made)."""
     meetings: Counter[str] = field(default_factory=Counter)
     """Meetings by trigger (`report`, `emergency`)."""
     ejecting: Counter[str] = field(default_factory=Counter)
@@ -62,6 +71,16 @@ class RulerStats:
     def hit_share(self) -> float:
         """Share of ejections that hit an impostor (0 when nobody was ejected)."""
         return self.impostor_hits / self.ejections if self.ejections else 0.0
+
+    @property
+    def win_rate(self) -> Interval:
+        """Impostor win rate with its Wilson 95 % interval."""
+        return wilson(self.impostor_wins, self.games)
+
+    @property
+    def hit_p(self) -> float | None:
+        """One-sided binomial p of the impostor hits among ejections against 2/7."""
+        return binomial_greater(self.impostor_hits, self.ejections, 2 / 7)
 
     @property
     def chance(self) -> float:
@@ -90,27 +109,39 @@ class RulerStats:
                 meeting = None
             elif isinstance(ev, Kill):
                 self.paths["kill"] += 1
+                self.kills += 1
             elif isinstance(ev, Report):
                 self.paths["report"] += 1
+                self.self_reports += roles.get(ev.reporter) == "impostor"
             elif isinstance(ev, Emergency):
                 self.paths["emergency"] += 1
             elif isinstance(ev, TaskDone) and not ev.fake:
                 self.paths["task_done"] += 1
             elif isinstance(ev, GameEnd):
                 self.endings[ev.ending] += 1
+                self.impostor_wins += ev.winner == "impostors"
                 if ev.status != "ok":
                     self.invalid.append(f"seed {start.seed}: {ev.reason}")
 
     def lines(self) -> list[str]:
         """The figures as printable lines."""
-        out = [f"games: {self.games}"]
+        g = max(self.games, 1)
+        w = self.win_rate
+        rate = "n/a" if w.rate is None else f"{w.rate:.0%} [{w.low:.0%}, {w.high:.0%}]"
+        out = [
+            f"games: {self.games}",
+            f"impostor wins: {self.impostor_wins} = {rate} (Wilson 95 %)",
+            f"kills per game: {self.kills / g:.2f}, meetings per game: "
+            f"{sum(self.meetings.values()) / g:.2f}, impostor self-reports: {self.self_reports}",
+        ]
         for trigger in ("report", "emergency"):
             n, k = self.meetings[trigger], self.ejecting[trigger]
             out.append(f"{trigger} meetings: {n}, ejecting: {k} ({k / n:.0%})" if n else "")
         out = [line for line in out if line]
         out.append(
             f"ejections: {self.ejections}, impostors hit: {self.impostor_hits} "
-            f"({self.hit_share:.0%}) vs chance {self.chance:.0%}"
+            f"({self.hit_share:.0%}) vs chance {self.chance:.0%}; binomial p vs 2/7 = "
+            + ("n/a" if self.hit_p is None else f"{self.hit_p:.2g}")
         )
         out.append("endings: " + ", ".join(f"{k} {v}" for k, v in sorted(self.endings.items())))
         out.append("rule paths: " + ", ".join(f"{k} {v}" for k, v in sorted(self.paths.items())))
@@ -140,7 +171,7 @@ def play_seeds(
 def main(argv: list[str] | None = None) -> int:
     """Play the seeds and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=40, help="how many seeds (default 40)")
+    parser.add_argument("--seeds", type=int, default=100, help="how many seeds (default 100)")
     parser.add_argument("--first", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--preset", default="quick", help="rules preset (default quick)")
     args = parser.parse_args(argv)

@@ -160,6 +160,50 @@ def view_leaks(
         before = [p for p in snapshots if p.tick <= tick]
         return {a: (s.pos, s.yaw) for a, s in before[-1].players.items()} if before else {}
 
+    def moments(tick: int) -> list[dict[str, tuple[tuple[float, float, float], float]]]:
+        """Every recorded moment of a tick (a step's end and the next step's start, or a
+        meeting's call and its seats, can share one), else the `poses` fallback."""
+        out = [
+            {a: (x.pos, x.yaw) for a, x in p.players.items()} for p in snapshots if p.tick == tick
+        ]
+        for t in traces:
+            if tick in t.ticks:
+                i = t.ticks.index(tick)
+                out.append(
+                    {
+                        a: ((xs[i][0], xs[i][1], xs[i][2]), xs[i][3])
+                        for a, xs in t.players.items()
+                        if i < len(xs)
+                    }
+                )
+        return out or [poses(tick)]
+
+    def seen_at(tick: int, agent: str, target: str | tuple[float, float, float]) -> bool:
+        """Whether at some recorded moment of `tick` the agent's camera held `target`
+        (a player's id, or a position)."""
+        for at in moments(tick):
+            if isinstance(target, str):
+                if target in at and in_camera(agent, at, at[target][0]):
+                    return True
+            elif in_camera(agent, at, target):
+                return True
+        return False
+
+    def recorded(tick: int, agent: str) -> list[tuple[float, float, float]]:
+        """Every position the log records for `agent` at `tick` (a meeting's call and its
+        seats, or a step's end and the next step's start, can share a tick)."""
+        out = [p.players[agent].pos for p in snapshots if p.tick == tick and agent in p.players]
+        for t in traces:
+            if tick in t.ticks and agent in t.players:
+                i = t.ticks.index(tick)
+                xs = t.players[agent]
+                if i < len(xs):
+                    out.append((xs[i][0], xs[i][1], xs[i][2]))
+        return out
+
+    def matches(tick: int, agent: str, pos: tuple[float, float, float]) -> bool:
+        return any(math.dist(q, pos) <= 1e-6 for q in recorded(tick, agent))
+
     def in_camera(agent: str, at: dict[str, Any], target: tuple[float, float, float]) -> bool:
         if agent not in at:
             return False
@@ -181,29 +225,25 @@ def view_leaks(
                 if sorted(view.teammates) != expected:
                     leaks.append(f"{where}: teammates {view.teammates}")
                 if mode == "ego":
-                    now = poses(raw.tick)
                     if view.rooms is not None or view.last_seen is not None or view.tasks:
                         leaks.append(f"{where}: the ego view holds privileged fields")
                     for other in view.in_view:
                         checked += 1
-                        truth = now.get(other)
-                        if truth is None or not in_camera(agent, now, truth[0]):
+                        if not seen_at(raw.tick, agent, other):
                             leaks.append(f"{where}: names {other} outside the field of view")
                     for victim, v in view.bodies_in_view.items():
                         checked += 1
                         body = kills.get(victim, v.pos)
-                        if not in_camera(agent, now, body):
+                        if not seen_at(raw.tick, agent, body):
                             leaks.append(f"{where}: names {victim}'s body outside the view")
                     for other, s in view.seen_before.items():
                         checked += 1
-                        then = poses(s.tick)
-                        truth = then.get(other)
-                        if truth is None or not in_camera(agent, then, truth[0]):
+                        if not seen_at(s.tick, agent, other):
                             leaks.append(
                                 f"{where}: remembers {other} at step {s.step} outside the "
                                 "field of view"
                             )
-                        elif math.dist(truth[0], s.pos) > 1e-6:
+                        elif not matches(s.tick, other, s.pos):
                             leaks.append(f"{where}: wrong position of {other}")
                 else:
                     for other, s in (view.last_seen or {}).items():
@@ -213,7 +253,9 @@ def view_leaks(
                         mine = then.get(agent)
                         if s.tick > raw.tick or truth is None:
                             leaks.append(f"{where}: no record of {other} at step {s.step}")
-                        elif math.dist(truth[0], s.pos) > 1e-6:
+                        elif math.dist(truth[0], s.pos) > 1e-6 and not matches(
+                            s.tick, other, s.pos
+                        ):
                             leaks.append(f"{where}: wrong position of {other}")
                         elif other not in perceived(seen_by, s.tick, agent) and (
                             mine is None or math.dist(mine[0], s.pos) > privileged_radius

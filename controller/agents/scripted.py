@@ -7,20 +7,34 @@ each sighting); the meeting teleport never touches it. From it they draw evidenc
 * `near_body`: a player seen within `NEAR_BODY_BLOCKS` of a body the first time the
   crewmate saw that body;
 * `with_victim`: a player seen within `WITH_VICTIM_BLOCKS` of the victim the last time
-  the crewmate saw the victim alive;
+  the crewmate saw the victim alive, when that was its previous look (the kill lies in
+  the one step between);
 * `near_scene`: a player seen within `NEAR_BODY_BLOCKS` of where the reported body
   lies, after the crewmate last saw the victim alive.
 
-Crewmates do their tasks by shortest route, report bodies they see, press the
-emergency button when they hold evidence against a living player but no body is in
-sight (once per piece of evidence), say in meetings only what they saw or did (the
-`SPEECH_TEMPLATES`), and vote for their best suspect; with no evidence of their own
-they vote for the player named in another speaker's eyewitness claim
-(`saw_near_body`, `saw_with_victim`, `saw_near_scene`) and otherwise skip.
+Crewmates do their tasks by shortest route, holding each station facing into its room,
+report bodies they see, press the emergency button when they hold evidence against a
+living player but no body is in sight (once per piece of evidence), say in meetings
+only what they saw or did (the `SPEECH_TEMPLATES`), and vote for their best suspect;
+with no evidence of their own they vote for the player named in another speaker's
+eyewitness claim (`saw_near_body`, `saw_with_victim`, `saw_near_scene`) and otherwise
+skip.
 
-Impostors fake tasks, kill only when no other crewmate is in sight, walk away from
-bodies, never report, claim a random room as an alibi (`IMPOSTOR_TEMPLATES`, which
-may be lies) and vote with the majority of the accusations made in the meeting.
+Impostors see what crewmates see (field of view, their own memory of it) and:
+
+* strike the most isolated crewmate in view with a `sight`-guarded `kill` (the strike
+  is withheld at its own tick if any other living crewmate is in the killer's view),
+  following a walking one for `FOLLOW_TICKS` first; with nobody in view they go back for
+  a crewmate seen alone at one of their last looks, else patrol a room with stations;
+* while the kill cooldown runs, keep a crewmate in view from `SHADOW_BLOCKS` behind, or
+  fake a task facing into a room where they saw one;
+* after a kill, fake a task at a station out of sight of the body, or (with chance
+  `SELF_REPORT_P`, drawn from the seat's stream) stay by the body and report it;
+* walk away from any body in view;
+* in meetings say where they really were at their last look, unless that is the
+  body's room: then one cover room drawn for the whole game (`IMPOSTOR_TEMPLATES`);
+  pile onto the leading accusation of a crewmate, and vote for it or skip.
+
 Everything is deterministic given the game seed.
 """
 
@@ -34,9 +48,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from controller.agents.base import AgentDecision
-from controller.observation import Observation, Sighting
+from controller.observation import MeetingView, Observation, Sighting
 from controller.protocol import Vec3
-from world.geometry import ShipGeometry
+from world.geometry import ShipGeometry, yaw_towards
 
 SPEECH_TEMPLATES: dict[str, str] = {
     "found_body": "I found {victim}'s body in {room}.",
@@ -101,8 +115,40 @@ WITH_VICTIM_BLOCKS = 4.0
 """How close to the victim a player must be seen to count as `with_victim`."""
 NEAR_VICTIM_BLOCKS = 12.0
 """Impostors: a body this close is one to walk away from."""
-STALK_RADIUS = 12.0
-"""Impostors: how close a lone crewmate must be to be worth a kill attempt."""
+STRIKE_REACH = 8.0
+"""Impostors: a lone crewmate in view this close is struck from where they stand (the
+`kill` approach lets a target go once it is 10 blocks, `rules.kill_defer_distance`,
+from where the approach began); a farther one is walked to first."""
+ISOLATED_BLOCKS = 8.0
+"""Impostors: a crewmate with no other crewmate seen this close counts as alone (to be
+hunted down from memory)."""
+SHADOW_BLOCKS = 7.0
+"""Impostors: how far behind they keep a crewmate in view while the kill cooldown runs
+(beyond `NEAR_BODY_BLOCKS` and `WITH_VICTIM_BLOCKS`, so being seen then is no evidence)."""
+SHADOW_TICKS = 400
+"""Impostors: how long one such shadowing lasts (a step's worth)."""
+GETAWAY_BLOCKS = 14.0
+"""Impostors: after a kill they fake a task at a station at least this far (by path)
+from the victim and in another room: out of the sight range of 12 blocks."""
+FOLLOW_TICKS = 160
+"""Impostors: how long they follow a crewmate seen walking (or out of reach) before the
+strike, 4 blocks behind, so that it has stopped at a station by then."""
+FOLLOWED_BLOCKS = 40.0
+"""Impostors: how far (by path) a crewmate may walk while they follow it for
+`FOLLOW_TICKS`, so how far from where they saw it such a strike may land; the getaway
+station is chosen beyond that."""
+PATROL_MEMORY = 3
+"""Impostors: a patrol skips the rooms of their last this many views (seen empty)."""
+HUNT_VIEWS = 2
+"""Impostors: how many of their latest views they remember crewmates from, to hunt."""
+HUNT_BLOCKS = 40.0
+"""Impostors: the farthest (by path) they walk back to a crewmate seen alone."""
+SELF_REPORT_P = 0.2
+"""Impostors: the chance, drawn per strike from the seat's stream, that they stay by the
+body and report it at their next decision instead of walking away."""
+COVER_ROOMS = 2
+"""Impostors: how many cover rooms they draw for the game (a second one for when the
+body lies in the first)."""
 
 ACCUSE = re.compile(r"\bI (?:suspect|vote for) (\w+)")
 """Any accusation in chat (crewmate `accuse` or impostor `pile_on`, or model speech)."""
@@ -195,6 +241,14 @@ class ScriptedAgent:
         self.meeting_index: int | None = None
         self.meeting_lines: dict[int, tuple[str, str]] = {}
         self.accusations: dict[str, int] = {}
+        self.report_victim: str | None = None
+        """Impostors: the crewmate just killed whose body they stayed by, to report it."""
+        self.cover_rooms: list[str] = []
+        """Impostors: the rooms they claim when the truth would place them at the body."""
+        self.alibis: list[str] = []
+        """Impostors: the room claimed at each meeting they spoke in, in order."""
+        self.killed: set[str] = set()
+        """Impostors: the crewmates they killed themselves."""
 
     def describe(self) -> dict[str, Any]:
         """The agent's kind for the game record."""
@@ -202,6 +256,7 @@ class ScriptedAgent:
 
     async def decide(self, obs: Observation) -> AgentDecision:
         """Choose this step's program, utterance or vote."""
+        self.killed |= {a.target for a in obs.own_actions if a.kind == "killed" and a.target}
         if obs.phase == "free_roam":
             self._remember(obs)
         else:
@@ -246,8 +301,8 @@ class ScriptedAgent:
 
     def _with_victim(self, victim: str, alive: _View | None, window: int) -> None:
         """Who stood close to the victim the last time I saw it alive."""
-        if alive is None:
-            return
+        if alive is None or not self.views or alive is not self.views[-1]:
+            return  # only when I saw the victim alive at my previous look: the kill is fresh
         vpos = alive.players[victim]
         for other, where in sorted(alive.players.items()):
             d = self._dist(where, vpos)
@@ -373,7 +428,7 @@ class ScriptedAgent:
                 pending, key=lambda s: (self._route(obs.pos, self.geometry.station_pos(s)), s)
             )
             return AgentDecision(
-                program=[{"op": "use_station", "station": station}],
+                program=self._watched_task(station),
                 module="MISSION",
                 reasoning=f"nearest pending task {station}",
             )
@@ -383,53 +438,206 @@ class ScriptedAgent:
         )
 
     def _impostor(self, obs: Observation) -> AgentDecision:
-        crew_in_sight = {a: p for a, p in obs.visible_players.items() if a not in obs.teammates}
-        if obs.visible_bodies:
-            body = min(obs.visible_bodies.values(), key=lambda p: self._dist(obs.pos, p))
-            if self._dist(obs.pos, body) < NEAR_VICTIM_BLOCKS:
-                room = self._farthest_room(body)
-                return AgentDecision(
-                    program=[{"op": "go_to", "room": room}],
-                    module="MOVE",
-                    reasoning="walk away from the body",
-                    narration=f"leaving the body for {room} so no one ties me to it",
-                )
-        if obs.kill_ready and len(crew_in_sight) == 1:
-            target, pos = next(iter(crew_in_sight.items()))
-            if self._dist(obs.pos, pos) <= STALK_RADIUS:
-                return AgentDecision(
-                    program=[{"op": "kill", "target": target}],
-                    module="KILL",
-                    reasoning="alone with one crewmate",
-                    narration=f"killing {target} while nobody else can see",
-                )
-        if obs.kill_ready and crew_in_sight:
-            # Stalk the crewmate standing farthest from the others: the likeliest to be alone.
-            def isolation(a: str) -> tuple[float, str]:
-                others = [p for b, p in crew_in_sight.items() if b != a]
-                return (-min(self._dist(crew_in_sight[a], p) for p in others), a)
-
-            target = min(crew_in_sight, key=isolation)
+        """Report an own kill (sometimes), leave bodies, strike a lone crewmate, hunt, or
+        fake a task while the cooldown runs."""
+        crew = self._crew_in_view(obs)
+        victim = self.report_victim
+        self.report_victim = None
+        if victim is not None and victim in obs.visible_bodies:
             return AgentDecision(
-                program=[{"op": "follow", "agent": target, "distance": 3.0, "ticks": 60}],
-                module="KILL",
-                reasoning="witnesses around; stalk",
-                narration=f"stalking {target} until the others leave",
+                program=[{"op": "report", "body": victim}],
+                module="REPORT",
+                reasoning=f"{victim}'s body is in sight",
+                narration=f"reporting my own kill of {victim} to look like a finder",
             )
-        if obs.kill_ready:
-            rooms = sorted({self.geometry.station_room(s) for s in self.geometry.station_ids()})
-            room = self.rng.choice([r for r in rooms if r != obs.room] or rooms)
+        near = [
+            p for p in obs.visible_bodies.values() if self._dist(obs.pos, p) < NEAR_VICTIM_BLOCKS
+        ]
+        if near:
+            body = min(near, key=lambda p: self._dist(obs.pos, p))
+            station = self._getaway(body)
             return AgentDecision(
-                program=[{"op": "go_to", "room": room}],
+                program=self._watched_task(station),
                 module="MOVE",
-                reasoning="hunt for a lone crewmate",
-                narration=f"heading to {room} to find someone alone",
+                reasoning="walk away from the body",
+                narration=f"leaving the body for station {station} so no one ties me to it",
             )
-        station = self.rng.choice(sorted(self.geometry.station_ids()))
+        if not obs.kill_ready:
+            if crew:
+                # the most isolated, one a fellow impostor in view is not already near
+                mates = [p for a, p in obs.visible_players.items() if a in obs.teammates]
+
+                def free(a: str) -> bool:
+                    return all(self._dist(crew[a], m) > ISOLATED_BLOCKS for m in mates)
+
+                target = max(crew, key=lambda a: (free(a), self._isolation(a, crew), a))
+                return AgentDecision(
+                    program=[
+                        {
+                            "op": "follow",
+                            "agent": target,
+                            "distance": SHADOW_BLOCKS,
+                            "ticks": SHADOW_TICKS,
+                        }
+                    ],
+                    module="KILL",
+                    reasoning="kill cooldown running; keep a crewmate in sight",
+                    narration=f"trailing {target} at a distance until I can kill again",
+                    deferral="cooldown",
+                )
+            return self._fake_task(obs, crew)
+        if crew:
+            # the most isolated one; the strike's guard withholds it if anyone else is in
+            # view at its tick
+            target = max(crew, key=lambda a: (self._isolation(a, crew), a))
+            return self._strike(obs, target, crew[target])
+        known = self._hunt_target(obs)
+        if known is not None:
+            target, pos = known
+            return self._strike(obs, target, pos, go_first=True)
+        # rooms with more stations draw more crewmates; skip the rooms just seen empty
+        empty = {v.room for v in self.views[-PATROL_MEMORY:]} | {obs.room}
+        stations = self.geometry.station_ids()
+        station = self.rng.choice(
+            [s for s in stations if self.geometry.station_room(s) not in empty] or stations
+        )
+        room = self.geometry.station_room(station)
         return AgentDecision(
-            program=[{"op": "use_station", "station": station}],
+            program=self._watched_task(station),
+            module="KILL",
+            reasoning="no crewmate known: patrol",
+            narration=f"heading to {room}, faking a task there, to find someone alone",
+            deferral="no_target",
+        )
+
+    def _crew_in_view(self, obs: Observation) -> dict[str, Vec3]:
+        """Crewmates in the field of view now (fellow impostors aside)."""
+        return {
+            a: p
+            for a, p in obs.visible_players.items()
+            if a != obs.agent and a not in obs.teammates
+        }
+
+    def _isolation(self, agent: str, crew: dict[str, Vec3]) -> float:
+        """Blocks from `agent` to the nearest other crewmate in the same view (inf if none)."""
+        others = [p for b, p in crew.items() if b != agent]
+        return min((self._dist(crew[agent], p) for p in others), default=math.inf)
+
+    def _strike(
+        self, obs: Observation, target: str, pos: Vec3, *, go_first: bool = False
+    ) -> AgentDecision:
+        """A guarded strike on `target` (seen at `pos`), then walk away or stay to report."""
+        program: list[dict[str, Any]] = []
+        roam = 0.0  # how far from `pos` the strike may land
+        if go_first:
+            program.append({"op": "go_to", "pos": list(pos)})
+        elif self._dist(obs.pos, pos) > STRIKE_REACH or not self._still(target, pos):
+            program.append(
+                {"op": "follow", "agent": target, "distance": 4.0, "ticks": FOLLOW_TICKS}
+            )
+            roam = FOLLOWED_BLOCKS
+        program.append({"op": "kill", "target": target, "guard": "sight"})
+        stay = self.rng.random() < SELF_REPORT_P
+        if stay:
+            self.report_victim = target
+            program.append({"op": "wait", "ticks": 20})
+            after = "stay by the body to report it"
+        else:
+            station = self._getaway(pos, roam)
+            program += self._watched_task(station)
+            after = f"walk away to fake a task at station {station}"
+        return AgentDecision(
+            program=program,
+            module="KILL",
+            reasoning=f"{target} is alone",
+            narration=f"killing {target} while nobody else can see, then {after}",
+        )
+
+    def _still(self, agent: str, pos: Vec3) -> bool:
+        """Whether `agent` stood at `pos` in my previous view too (busy at a task)."""
+        if len(self.views) < 2:
+            return False
+        before = self.views[-2].players.get(agent)
+        return before is not None and self._dist(before, pos) < 0.5
+
+    def _recent_crew(self, obs: Observation) -> dict[str, tuple[Vec3, float]]:
+        """Living crewmates in my last `HUNT_VIEWS` views: last position and isolation.
+
+        One seen with a fellow impostor near it is left to that impostor (two hunting
+        the same crewmate waste a look, and one may walk up to a body it cannot know of).
+        """
+        gone = set(obs.known_dead) | set(obs.teammates) | set(self.bodies_seen) | self.killed
+        out: dict[str, tuple[Vec3, float]] = {}
+        for view in self.views[-HUNT_VIEWS:]:
+            crew = {a: p for a, p in view.players.items() if a not in gone}
+            mates = [p for a, p in view.players.items() if a in obs.teammates]
+            for a, pos in crew.items():
+                if any(self._dist(pos, m) <= ISOLATED_BLOCKS for m in mates):
+                    out.pop(a, None)
+                else:
+                    out[a] = (pos, self._isolation(a, crew))
+        return out
+
+    def _hunt_target(self, obs: Observation) -> tuple[str, Vec3] | None:
+        """The nearest crewmate seen alone in my last views, to go back for."""
+        known = [
+            (self._route(obs.pos, pos), a, pos)
+            for a, (pos, iso) in self._recent_crew(obs).items()
+            if iso > ISOLATED_BLOCKS
+        ]
+        known = [k for k in known if k[0] <= HUNT_BLOCKS]
+        if not known:
+            return None
+        _, target, pos = min(known)
+        return target, pos
+
+    def _watched_task(self, station: int) -> list[dict[str, Any]]:
+        """Hold `station` facing into its room (watching it), not the wall."""
+        pos = self.geometry.station_pos(station)
+        yaw = yaw_towards(pos, self.geometry.room_center(self.geometry.station_room(station)))
+        return [
+            {"op": "go_to", "station": station},
+            {"op": "look", "yaw": round(yaw, 1)},
+            {"op": "use_station", "station": station},
+        ]
+
+    def _getaway(self, pos: Vec3, roam: float = 0.0) -> int:
+        """A station out of sight of a body at `pos` (or anywhere within `roam` blocks
+        of it by path), the nearest to `pos` among those; else the farthest station."""
+        stations = self.geometry.station_ids()
+        route = {s: self._route(pos, self.geometry.station_pos(s)) for s in stations}
+        far = [
+            s
+            for s in stations
+            if route[s] >= GETAWAY_BLOCKS + roam
+            and self.geometry.station_room(s) != self._room(pos)
+        ]
+        if not far:
+            return max(stations, key=lambda s: (route[s], s))
+        return min(far, key=lambda s: (route[s], s))
+
+    def _fake_task(self, obs: Observation, crew: dict[str, Vec3]) -> AgentDecision:
+        """While the cooldown runs: fake a task in the room of a crewmate seen lately (at
+        another station than its own), else at a random station of another room."""
+        stations = self.geometry.station_ids()
+        recent = self._recent_crew(obs)
+        pool: list[int] = []
+        if recent:
+            near = min(recent, key=lambda a: (self._route(obs.pos, recent[a][0]), a))
+            pos = recent[near][0]
+            pool = [
+                s
+                for s in stations
+                if self.geometry.station_room(s) == self._room(pos)
+                and self._dist(self.geometry.station_pos(s), pos) > WITH_VICTIM_BLOCKS
+            ]
+        if not pool:
+            pool = [s for s in stations if self.geometry.station_room(s) != obs.room]
+        station = self.rng.choice(pool)
+        return AgentDecision(
+            program=self._watched_task(station),
             module="MISSION",
-            reasoning="fake a task",
+            reasoning="kill cooldown running; fake a task",
             narration=f"faking a task at station {station} to look busy",
         )
 
@@ -440,19 +648,47 @@ class ScriptedAgent:
             return AgentDecision(program=[], module="MEETING", reasoning="nothing more to say")
         self.spoken.add(m.index)
         if obs.role == "impostor":
-            room = self.rng.choice(self.geometry.rooms)
-            leader = self._leading_accusation(obs)
-            text = IMPOSTOR_TEMPLATES["alibi"].format(room=room)
-            if leader:
-                text += " " + IMPOSTOR_TEMPLATES["pile_on"].format(suspect=leader.capitalize())
-            return AgentDecision(
-                program=[{"op": "say", "text": text}],
-                module="MEETING",
-                narration=f"claiming {room} as an alibi",
-            )
+            return self._impostor_speech(obs, m)
         return AgentDecision(
             program=[{"op": "say", "text": self._crew_speech(obs)}], module="MEETING"
         )
+
+    def _impostor_speech(self, obs: Observation, m: MeetingView) -> AgentDecision:
+        """The report it made (true), else its alibi; then pile onto the leading accusation."""
+        parts: list[str] = []
+        if m.caller == obs.agent and m.trigger == "report" and m.victim and m.body_room:
+            room = m.body_room
+            parts.append(
+                SPEECH_TEMPLATES["found_body"].format(victim=m.victim.capitalize(), room=room)
+            )
+            narration = f"reporting {m.victim}'s body as if I had just found it"
+        else:
+            room = self._alibi(m)
+            self.alibis.append(room)
+            parts.append(IMPOSTOR_TEMPLATES["alibi"].format(room=room))
+            truth = self.views[-1].room if self.views else None
+            narration = (
+                f"saying I was in {room}, where I really was"
+                if room == truth
+                else f"claiming my cover room {room}: I was really in {truth}"
+            )
+        leader = self._leading_accusation(obs)
+        if leader:
+            parts.append(IMPOSTOR_TEMPLATES["pile_on"].format(suspect=leader.capitalize()))
+        return AgentDecision(
+            program=[{"op": "say", "text": " ".join(parts)}], module="MEETING", narration=narration
+        )
+
+    def _alibi(self, m: MeetingView) -> str:
+        """Where I was at my last free-roam look, unless that is where the body lies; then
+        the game's cover room (the same one every time)."""
+        truth = self.views[-1].room if self.views else None
+        if truth is not None and truth != m.body_room:
+            return truth
+        if not self.cover_rooms:
+            rooms = sorted({self.geometry.station_room(s) for s in self.geometry.station_ids()})
+            self.cover_rooms = self.rng.sample(rooms, COVER_ROOMS)
+        return next((r for r in self.cover_rooms if r != m.body_room), self.cover_rooms[0])
 
     def _crew_speech(self, obs: Observation) -> str:
         """Only true sentences: what this crewmate did and saw."""

@@ -35,17 +35,34 @@ from controller.events import (
 from controller.logcheck import CANCEL_SLACK_TICKS, derive_ending, log_violations
 from world.spec import load_map
 
-SEED = 15
-"""A quick fake-world game with kills (one after a meeting), report and emergency
-meetings, two ejections and a `tasks_done` ending."""
+SEEDS = range(1, 80)
+"""Seeds tried, in order, for a quick fake-world game that shows every rule path the
+planted faults need: kills (one after a meeting), report and emergency meetings, an
+ejection, talk, votes, tasks and a `tasks_done` ending (`is_rich`)."""
+NEEDED = {"kill", "report", "emergency", "eject", "task_done", "vote", "speech"}
+
+
+def is_rich(events: list[Event]) -> bool:
+    kinds = {e.kind for e in events}
+    first_end = next((e.tick for e in events if e.kind == "meeting_end"), None)
+    late_kill = first_end is not None and any(
+        e.kind == "kill" and e.tick > first_end for e in events
+    )
+    crew_by_tasks = any(e.kind == "game_end" and e.ending == "tasks_done" for e in events)
+    return kinds >= NEEDED and late_kill and crew_by_tasks
 
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
-    out = tmp_path_factory.mktemp("good")
-    config = resolve_config("quick", overrides={"seed": SEED, "frames": "off"})
-    play_game(config, load_map("skeld"), "fake", out)
-    return read_events(out / "events.jsonl")
+    root = tmp_path_factory.mktemp("good")
+    for seed in SEEDS:
+        out = root / str(seed)
+        config = resolve_config("quick", overrides={"seed": seed, "frames": "off"})
+        play_game(config, load_map("skeld"), "fake", out)
+        events = read_events(out / "events.jsonl")
+        if is_rich(events):
+            return events
+    pytest.fail(f"no seed in {SEEDS} plays every rule path")
 
 
 def edit(

@@ -163,12 +163,22 @@ def test_views_never_leak(tmp_path: Path) -> None:
 def test_leak_check_catches_a_forged_privileged_sighting(tmp_path: Path) -> None:
     agents = play(config(3, rules={"max_steps": 4}), tmp_path)
     events = read_events(tmp_path / "events.jsonl")
-    obs = agents["red"].seen[-1]
-    other = next(a for a in obs.players if a != "red" and a not in obs.visible_players)
+    obs = [o for o in agents["red"].seen if o.phase == "free_roam"][-1]
+    other = next(
+        a
+        for a in obs.players
+        if a != "red" and a not in obs.visible_players and a not in obs.known_dead
+    )
     forged = obs.model_copy(
         update={
             "roster": {
-                other: Sighting(step=obs.step, tick=obs.tick, pos=(-40.0, 65.0, 40.0), room="x")
+                # within the roster's radius of red, and not where `other` is
+                other: Sighting(
+                    step=obs.step,
+                    tick=obs.tick,
+                    pos=(obs.pos[0] + 5.5, obs.pos[1], obs.pos[2] + 5.5),
+                    room="x",
+                )
             }
         }
     )

@@ -14,28 +14,35 @@ import pytest
 
 from controller.agents.base import AgentDecision
 from controller.agents.scripted import (
+    FOLLOW_TICKS,
+    GETAWAY_BLOCKS,
     IMPOSTOR_TEMPLATES,
     NEAR_BODY_BLOCKS,
+    SELF_REPORT_P,
+    SHADOW_BLOCKS,
     SPEECH_TEMPLATES,
     WITH_VICTIM_BLOCKS,
     ScriptedAgent,
     template_pattern,
 )
 from controller.events import (
+    Decision,
+    Eject,
     Emergency,
     Event,
     GameStart,
     Kill,
     MeetingStart,
     Positions,
+    ProgramRun,
     Report,
     Speech,
     TaskDone,
     Visibility,
     read_events,
 )
-from controller.observation import ChatEntry, MeetingView, Observation, Scoreboard
-from world.geometry import ShipGeometry
+from controller.observation import ChatEntry, MeetingView, Observation, OwnAction, Scoreboard
+from world.geometry import ShipGeometry, yaw_towards
 from world.spec import load_map
 
 SPEC = load_map("skeld")
@@ -65,11 +72,14 @@ def obs(
     known_dead: list[str] | None = None,
     emergency_ready: bool = False,
     role: str = "crewmate",
+    kill_ready: bool = False,
+    teammates: list[str] | None = None,
+    own_actions: list[OwnAction] | None = None,
 ) -> Observation:
     """A hand-built observation (only what the scripted agent reads)."""
     board = Scoreboard(
         phase=phase,  # type: ignore[arg-type]
-        kill_ready=False,
+        kill_ready=kill_ready,
         task_bits=[False],
         dead=False,
         meeting_countdown=None,
@@ -89,10 +99,10 @@ def obs(
         pos=pos,
         yaw=0.0,
         room=GEOMETRY.room_at(pos),
-        tasks=[GEOMETRY.station_ids()[0]],
+        tasks=[GEOMETRY.station_ids()[0]] if role == "crewmate" else [],
         tasks_done=[],
-        teammates=[],
-        kill_ready=False,
+        teammates=teammates or [],
+        kill_ready=kill_ready,
         emergency_ready=emergency_ready,
         known_dead=known_dead or [],
         players=ALL,
@@ -101,17 +111,20 @@ def obs(
         scoreboard=board,
         chat=chat or [],
         meeting=meeting,
+        own_actions=own_actions or [],
     )
 
 
-def meeting(victim: str | None, caller: str, order: list[str], index: int = 1) -> MeetingView:
+def meeting(
+    victim: str | None, caller: str, order: list[str], index: int = 1, room: str = "electrical"
+) -> MeetingView:
     return MeetingView(
         index=index,
         trigger="report" if victim else "emergency",
         caller=caller,
         victim=victim,
-        body_room="electrical" if victim else None,
-        body_pos=ELEC if victim else None,
+        body_room=room if victim else None,
+        body_pos=GEOMETRY.room_center(room) if victim else None,
         order=order,
         speaker=None,
         utterances_left=3,
@@ -202,7 +215,7 @@ def test_button_when_holding_evidence_and_no_body_in_sight() -> None:
     decide(blue, obs("blue", tick=300, players={"red": off(ELEC, 1.5)}, bodies={"green": ELEC}))
     # After a meeting that ejected nobody, the bodies are gone; blue still holds evidence.
     locked = decide(blue, obs("blue", step=9, tick=900, emergency_ready=False))
-    assert locked.program[0]["op"] == "use_station"
+    assert locked.module == "MISSION" and locked.program[-1]["op"] == "use_station"
     press = decide(blue, obs("blue", step=10, tick=1200, emergency_ready=True))
     assert press.program == [{"op": "press_button"}]
     again = decide(blue, obs("blue", step=11, tick=1500, emergency_ready=True))
@@ -218,7 +231,194 @@ def test_templates_parse_back() -> None:
         assert match is not None, name
 
 
-# Seeds 23-34: a fixed window of twelve games (benchmarks/ruler.py prints the 40-seed figures).
+def test_a_sighting_with_the_victim_counts_only_from_the_previous_look() -> None:
+    # Blue saw Red beside Green, then looked elsewhere once, then found Green's body: the
+    # kill may lie in either step, so standing beside Green then is no evidence.
+    late = ScriptedAgent("blue", GEOMETRY, 1)
+    decide(late, obs("blue", tick=100, players={"red": off(ELEC, 2), "green": off(ELEC, 1)}))
+    decide(late, obs("blue", tick=200, pos=GEOMETRY.room_center("storage")))
+    decide(late, obs("blue", tick=300, bodies={"green": ELEC}))
+    assert late.evidence == []
+    fresh = ScriptedAgent("blue", GEOMETRY, 1)
+    decide(fresh, obs("blue", tick=100, players={"red": off(ELEC, 2), "green": off(ELEC, 1)}))
+    decide(fresh, obs("blue", tick=300, bodies={"green": ELEC}))
+    assert [(e.kind, e.suspect) for e in fresh.evidence] == [("with_victim", "red")]
+
+
+def test_crewmate_holds_its_station_facing_into_the_room() -> None:
+    blue = ScriptedAgent("blue", GEOMETRY, 1)
+    station = GEOMETRY.station_ids()[0]
+    task = decide(blue, obs("blue", tick=100))
+    into = yaw_towards(
+        GEOMETRY.station_pos(station), GEOMETRY.room_center(GEOMETRY.station_room(station))
+    )
+    assert task.program == [
+        {"op": "go_to", "station": station},
+        {"op": "look", "yaw": round(into, 1)},
+        {"op": "use_station", "station": station},
+    ]
+
+
+def imp(
+    agent: ScriptedAgent,
+    *,
+    tick: int = 100,
+    pos: tuple[float, float, float] = ELEC,
+    players: dict[str, Any] | None = None,
+    bodies: dict[str, Any] | None = None,
+    kill_ready: bool = True,
+    own_actions: list[OwnAction] | None = None,
+) -> AgentDecision:
+    """Red, an impostor with Blue, decides in free roam."""
+    o = obs(
+        "red",
+        role="impostor",
+        teammates=["blue"],
+        tick=tick,
+        pos=pos,
+        players=players,
+        bodies=bodies,
+        kill_ready=kill_ready,
+        own_actions=own_actions,
+    )
+    return decide(agent, o)
+
+
+def ops(d: AgentDecision) -> list[str]:
+    return [a["op"] for a in d.program]
+
+
+def lone_strike(seed: int) -> tuple[ScriptedAgent, AgentDecision]:
+    """Red sees Green alone (busy at the same spot two looks running) and Blue, its teammate."""
+    red = ScriptedAgent("red", GEOMETRY, seed)
+    seen = {"green": off(ELEC, 3), "blue": off(ELEC, -2)}
+    imp(red, tick=100, players=seen, kill_ready=False)
+    return red, imp(red, tick=300, players=seen)
+
+
+def test_impostor_strikes_a_lone_crewmate_guarded_then_walks_away() -> None:
+    red, d = next(
+        (r, d) for r, d in (lone_strike(seed) for seed in range(50)) if ops(d)[-1] != "wait"
+    )
+    assert d.module == "KILL" and d.deferral == ""
+    # the teammate in view is no witness; the strike is re-checked at its own tick
+    assert d.program[0] == {"op": "kill", "target": "green", "guard": "sight"}
+    # then it fakes a task out of sight of the body, in another room, facing into it
+    assert ops(d)[1:] == ["go_to", "look", "use_station"]
+    station = d.program[-1]["station"]
+    assert GEOMETRY.station_room(station) != "electrical"
+    assert GEOMETRY.path_length(off(ELEC, 3), GEOMETRY.station_pos(station)) >= GETAWAY_BLOCKS
+    assert red.report_victim is None
+
+
+def test_impostor_follows_a_walking_crewmate_before_the_strike() -> None:
+    red = ScriptedAgent("red", GEOMETRY, 1)
+    imp(red, tick=100, players={"green": off(ELEC, 1)}, kill_ready=False)
+    d = imp(red, tick=300, players={"green": off(ELEC, 4)})  # it moved: on its way somewhere
+    assert d.program[0] == {
+        "op": "follow",
+        "agent": "green",
+        "distance": 4.0,
+        "ticks": FOLLOW_TICKS,
+    }
+    assert d.program[1] == {"op": "kill", "target": "green", "guard": "sight"}
+
+
+def test_impostor_strikes_the_most_isolated_crewmate() -> None:
+    red = ScriptedAgent("red", GEOMETRY, 1)
+    pair = {"green": off(ELEC, 2), "pink": off(ELEC, 3)}
+    d = imp(red, players={**pair, "white": off(ELEC, -5)})
+    kill = next(a for a in d.program if a["op"] == "kill")
+    assert kill == {"op": "kill", "target": "white", "guard": "sight"}
+
+
+def test_impostor_sends_no_strike_while_the_cooldown_runs() -> None:
+    red = ScriptedAgent("red", GEOMETRY, 1)
+    d = imp(red, players={"green": off(ELEC, 3)}, kill_ready=False)
+    assert "kill" not in ops(d)
+    assert d.module == "KILL" and d.deferral == "cooldown"
+    follow = d.program[0]
+    assert follow["op"] == "follow" and follow["agent"] == "green"
+    assert follow["distance"] == SHADOW_BLOCKS > max(NEAR_BODY_BLOCKS, WITH_VICTIM_BLOCKS)
+    alone = imp(ScriptedAgent("red", GEOMETRY, 1), kill_ready=False)
+    assert alone.module == "MISSION" and ops(alone) == ["go_to", "look", "use_station"]
+
+
+def test_impostor_hunts_a_crewmate_it_saw_alone_else_patrols() -> None:
+    red = ScriptedAgent("red", GEOMETRY, 1)
+    spot = GEOMETRY.station_pos(13)
+    imp(red, tick=100, players={"green": spot}, kill_ready=False)
+    d = imp(red, tick=300, pos=GEOMETRY.room_center("storage"))  # nobody in view now
+    assert d.program[:2] == [
+        {"op": "go_to", "pos": list(spot)},
+        {"op": "kill", "target": "green", "guard": "sight"},
+    ]
+    # a crewmate it killed is not hunted again; with nobody known it patrols elsewhere
+    killed = OwnAction(step=2, tick=310, kind="killed", target="green")
+    d = imp(red, tick=400, pos=GEOMETRY.room_center("storage"), own_actions=[killed])
+    assert "kill" not in ops(d)
+    assert d.module == "KILL" and d.deferral == "no_target"
+    assert GEOMETRY.station_room(d.program[-1]["station"]) not in ("storage", "electrical")
+
+
+def test_impostor_self_reports_at_the_documented_rate() -> None:
+    strikes = [lone_strike(seed) for seed in range(400)]
+    stayed = [(r, d) for r, d in strikes if ops(d)[-1] == "wait"]
+    share = len(stayed) / len(strikes)
+    assert abs(share - SELF_REPORT_P) < 3 * math.sqrt(SELF_REPORT_P * (1 - SELF_REPORT_P) / 400)
+    # one that stayed reports the body at its next look; one that walked away leaves it
+    red, d = stayed[0]
+    assert red.report_victim == "green"
+    report = imp(red, tick=400, bodies={"green": off(ELEC, 3)})
+    assert report.program == [{"op": "report", "body": "green"}]
+    walker, _ = next((r, d) for r, d in strikes if ops(d)[-1] != "wait")
+    leave = imp(walker, tick=400, bodies={"green": off(ELEC, 3)})
+    assert leave.module == "MOVE" and "report" not in ops(leave)
+
+
+def test_impostor_walks_away_from_a_body() -> None:
+    red = ScriptedAgent("red", GEOMETRY, 1)
+    d = imp(red, bodies={"pink": off(ELEC, 2)}, players={"green": off(ELEC, 4)})
+    assert d.module == "MOVE" and "kill" not in ops(d)
+    station = d.program[-1]["station"]
+    assert GEOMETRY.path_length(off(ELEC, 2), GEOMETRY.station_pos(station)) >= GETAWAY_BLOCKS
+
+
+def _alibi(red: ScriptedAgent, room: str, body_room: str, index: int) -> str:
+    """Red last looked around in `room`; a meeting about a body in `body_room`."""
+    imp(red, tick=100 * index, pos=GEOMETRY.room_center(room), kill_ready=False)
+    order = ["red", "blue", "green", "white"]
+    m = meeting("pink", "green", order, index=index, room=body_room)
+    o = obs("red", phase="meeting", role="impostor", teammates=["blue"], meeting=m)
+    text = decide(red, o).program[0]["text"]
+    match = template_pattern(IMPOSTOR_TEMPLATES["alibi"]).match(text)
+    assert match is not None, text
+    return match.group("room")
+
+
+def test_impostor_alibi_is_the_truth_or_one_cover_room() -> None:
+    red = ScriptedAgent("red", GEOMETRY, 1)
+    assert _alibi(red, "medbay", "electrical", 1) == "medbay"  # the truth when it is safe
+    cover = _alibi(red, "electrical", "electrical", 2)  # the truth would place it at the body
+    assert cover != "electrical"
+    assert _alibi(red, "weapons", "o2", 3) == "weapons"
+    assert _alibi(red, "electrical", "electrical", 4) == cover  # the same cover every time
+    other = _alibi(red, cover, cover, 5)  # a body in the cover room: the second cover
+    assert other != cover
+    assert red.alibis == ["medbay", cover, "weapons", cover, other]
+
+
+def test_a_self_reporting_impostor_says_it_found_the_body() -> None:
+    red = ScriptedAgent("red", GEOMETRY, 1)
+    imp(red, kill_ready=False)
+    m = meeting("pink", "red", ["red", "blue", "green"])
+    o = obs("red", phase="meeting", role="impostor", teammates=["blue"], meeting=m)
+    text = decide(red, o).program[0]["text"]
+    assert text == "I found Pink's body in electrical."
+
+
+# Seeds 23-34: a fixed window of twelve quick games (benchmarks/ruler.py prints the
+# 100-seed figures).
 RULER_SEEDS = list(range(23, 35))
 
 
@@ -234,10 +434,73 @@ def test_ruler_ejects_impostors_above_chance(ruler_games: tuple[Any, list[list[E
     stats, _ = ruler_games
     assert stats.ejections >= 4
     assert stats.hit_share > stats.chance
-    assert stats.endings["impostors_ejected"] >= 1  # seed 23
+    assert stats.endings["impostors_ejected"] >= 1  # seed 31
+    assert 0 < stats.impostor_wins < stats.games  # either side can win
+    assert stats.self_reports > 0
     assert not stats.invalid
     for path in ("kill", "report", "emergency", "eject", "task_done"):
         assert stats.paths[path] > 0, path
+
+
+def test_ruler_impostors_strike_unseen(ruler_games: tuple[Any, list[list[Event]]]) -> None:
+    """At every kill's tick no living crewmate but the victim is in the killer's view."""
+    kills = 0
+    for events in ruler_games[1]:
+        roles = next(e for e in events if isinstance(e, GameStart)).roles
+        out: set[str] = set()
+        for e in events:
+            if isinstance(e, Kill):
+                vis = next(
+                    v
+                    for v in events
+                    if isinstance(v, Visibility)
+                    and v.cause == "kill"
+                    and v.subject == e.killer
+                    and v.tick == e.tick
+                )
+                seen = [
+                    a
+                    for a in vis.sees.get(e.killer, [])
+                    if roles[a] == "crewmate" and a != e.victim and a not in out
+                ]
+                assert seen == [], f"{e.killer} killed {e.victim} at tick {e.tick} seen by {seen}"
+                out.add(e.victim)
+                kills += 1
+            elif isinstance(e, Eject):
+                out.add(e.agent)
+    assert kills >= 2 * len(ruler_games[1])
+
+
+def test_ruler_impostors_walk_away(ruler_games: tuple[Any, list[list[Event]]]) -> None:
+    """When the step of a kill ends (unless a meeting or the game's end cut it short),
+    the killer stands farther than `NEAR_BODY_BLOCKS` from the body, unless it chose to
+    stay and report it."""
+    checked = stayed = 0
+    for events in ruler_games[1]:
+        plans = {
+            (e.agent, e.step): e.program
+            for e in events
+            if isinstance(e, Decision) and e.phase == "free_roam"
+        }
+        pending: list[Kill] = []
+        frozen = False
+        for e in events:
+            if isinstance(e, Kill):
+                pending.append(e)
+            elif isinstance(e, Report | Emergency) or (
+                isinstance(e, ProgramRun) and e.reason == "game over"
+            ):
+                frozen = True
+            elif isinstance(e, Positions) and e.cause == "step_end":
+                for k in pending if not frozen else []:
+                    if plans[(k.killer, k.step)][-1]["op"] == "wait":
+                        stayed += 1
+                        continue
+                    checked += 1
+                    away = math.dist(e.players[k.killer].pos, k.pos)
+                    assert away > NEAR_BODY_BLOCKS, f"{k.killer} {away:.1f} from {k.victim}"
+                pending, frozen = [], False
+    assert checked > stayed > 0
 
 
 def _claims_hold(events: list[Event]) -> tuple[int, list[str]]:
@@ -345,10 +608,10 @@ def test_the_audit_catches_a_lie(ruler_games: tuple[Any, list[list[Event]]]) -> 
 
 
 def test_ruler_is_deterministic(ruler_games: tuple[Any, list[list[Event]]], tmp_path: Path) -> None:
-    again = ruler.play_seeds([23], tmp_path)
+    again = ruler.play_seeds([31], tmp_path)
     assert again.endings["impostors_ejected"] == 1
-    fixture = ruler_games[1][RULER_SEEDS.index(23)]
-    replay = read_events(tmp_path / "seed23" / "events.jsonl")
+    fixture = ruler_games[1][RULER_SEEDS.index(31)]
+    replay = read_events(tmp_path / "seed31" / "events.jsonl")
     keep = ("kill", "report", "emergency", "speech", "vote", "meeting_end", "game_end")
 
     def rules(evs: list[Event]) -> list[dict[str, Any]]:
