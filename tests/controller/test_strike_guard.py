@@ -46,7 +46,8 @@ class Striker:
 
 
 def cfg() -> GameConfig:
-    rules = {"initial_kill_cooldown_ticks": 0, "max_steps": 3}
+    # 8 tasks pins the scene (who walks where at step 1) whatever the preset's task load
+    rules = {"initial_kill_cooldown_ticks": 0, "max_steps": 3, "tasks_per_crewmate": 8}
     return resolve_config("quick", overrides={"seed": 5, "frames": "off", "rules": rules})
 
 

@@ -132,17 +132,22 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
     """Every call of a game holds the rules, each room's connections, the state view and
     its one answer format exactly once; a crewmate's calls name no impostor-only field or
     module (the private `intent`, KILL, the witness scan)."""
-    config = resolve_config(
-        "quick",
-        overrides={
-            "seed": 1,
-            "frames": "off",
-            "rules": {"max_steps": 40},
-            "crew": {"backend": "fake"},
-            "impostor": {"backend": "fake"},
-        },
-    )
-    play_game(config, load_map("skeld"), "fake", tmp_path)
+    base = tmp_path
+    for seed in range(1, 12):  # the first seed whose game holds a meeting
+        config = resolve_config(
+            "quick",
+            overrides={
+                "seed": seed,
+                "frames": "off",
+                "rules": {"max_steps": 40},
+                "crew": {"backend": "fake"},
+                "impostor": {"backend": "fake"},
+            },
+        )
+        tmp_path = base / str(seed)
+        play_game(config, load_map("skeld"), "fake", tmp_path)
+        if any(e.kind == "meeting_start" for e in read_events(tmp_path / "events.jsonl")):
+            break
     roles = json.loads((tmp_path / "summary.json").read_text())["roles"]
     stored = tmp_path / "prompts"
     purposes: dict[str, set[str]] = {"crewmate": set(), "impostor": set()}
