@@ -116,9 +116,10 @@ WITH_VICTIM_BLOCKS = 4.0
 NEAR_VICTIM_BLOCKS = 12.0
 """Impostors: a body this close is one to walk away from."""
 STRIKE_REACH = 8.0
-"""Impostors: a lone crewmate in view this close is struck from where they stand (the
-`kill` approach lets a target go once it is 10 blocks, `rules.kill_defer_distance`,
-from where the approach began); a farther one is walked to first."""
+"""Impostors: a crewmate in view this close that stood still since their previous look is
+struck at once (the `kill` approach lets a target go once it is 10 blocks,
+`rules.kill_defer_distance`, from where the approach began); any other is followed
+first (`FOLLOW_TICKS`)."""
 ISOLATED_BLOCKS = 8.0
 """Impostors: a crewmate with no other crewmate seen this close counts as alone (to be
 hunted down from memory)."""
@@ -485,7 +486,7 @@ class ScriptedAgent:
                     narration=f"trailing {target} at a distance until I can kill again",
                     deferral="cooldown",
                 )
-            return self._fake_task(obs, crew)
+            return self._fake_task(obs)
         if crew:
             # the most isolated one; the strike's guard withholds it if anyone else is in
             # view at its tick
@@ -616,7 +617,7 @@ class ScriptedAgent:
             return max(stations, key=lambda s: (route[s], s))
         return min(far, key=lambda s: (route[s], s))
 
-    def _fake_task(self, obs: Observation, crew: dict[str, Vec3]) -> AgentDecision:
+    def _fake_task(self, obs: Observation) -> AgentDecision:
         """While the cooldown runs: fake a task in the room of a crewmate seen lately (at
         another station than its own), else at a random station of another room."""
         stations = self.geometry.station_ids()

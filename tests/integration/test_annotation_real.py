@@ -15,7 +15,7 @@ from annotation.gamelog import load_game
 pytestmark = pytest.mark.integration
 
 STALK = re.compile(r"^stalking (\w+) until the others leave$")
-KILL = re.compile(r"^killing (\w+) while nobody else can see$")
+KILL = re.compile(r"^killing (\w+) while nobody else can see")
 LEAVE = re.compile(r"^leaving the body for (\w+)")
 
 

@@ -36,7 +36,7 @@ from controller.observation import FRAME_SHAPE, Observation
 from controller.protocol import LowProgram, StepReport
 from controller.replay import replay
 from controller.timeline import rebuild_timeline
-from controller.worlds.base import Arbiter
+from controller.worlds.base import Arbiter, SampleSink
 from controller.worlds.minecraft import MinecraftWorld
 from world.geometry import ShipGeometry
 from world.spec import MapSpec, load_map
@@ -200,12 +200,13 @@ class DroppingWorld(MinecraftWorld):
         timeout_ms: int,
         arbiter: Arbiter | None = None,
         sample_interval: int = 10,
+        samples_to: SampleSink | None = None,
     ) -> StepReport:
         self.batches += 1
         if self.batches == 2 and self.bridge is not None:
             self.bridge.drop(self.victim)
             time.sleep(0.5)
-        return super().run_programs(programs, timeout_ms, arbiter, sample_interval)
+        return super().run_programs(programs, timeout_ms, arbiter, sample_interval, samples_to)
 
 
 def test_disconnected_bot_reconnects_and_game_goes_on(tmp_path: Path) -> None:
