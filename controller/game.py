@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -31,7 +30,7 @@ from controller.meeting import meeting
 from controller.observe import Observer
 from controller.perception import Perception
 from controller.session import GameInvalid, Progress, Session, StepTiming
-from controller.versions import python_versions
+from controller.versions import python_versions, source_revision
 from controller.worlds.base import Seat, World, WorldFault
 from world.builder import build_blocks
 from world.geometry import ShipGeometry
@@ -52,24 +51,6 @@ class GameResult:
     steps: int
     out_dir: Path
     summary: dict[str, Any] = field(default_factory=dict)
-
-
-def source_revision() -> str:
-    """`git describe` of the project's source tree, or `unknown` outside a checkout."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return "unknown"
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() or "unknown"
 
 
 def map_record(spec: MapSpec) -> tuple[dict[str, Any], str]:
