@@ -27,6 +27,11 @@ const UNWIND_MS = 1000
 const DIRECTIVE_TIMEOUT_MS = 30000
 // A clocked bot that simulates no physics step for this long no longer holds the clock.
 const STALL_RELEASE_MS = 3000
+// Milliseconds of game time per tick: a program's `timeout_ms` is counted in ticks.
+const TICK_MS = 50
+// A program still running after this many times its `timeout_ms` of wall time is ended
+// whatever the clock says (its reason begins "wall guard").
+const WALL_GUARD_FACTOR = 4
 
 class StepFailed extends Error {}
 
@@ -458,7 +463,7 @@ class ProgramRunner {
   }
 
   /** Runs one bot's validated steps with a deadline. Never rejects. */
-  async runOne (agent, steps, timeoutMs) {
+  async runOne (agent, steps, timeoutMs, guardMs) {
     const outcome = { status: 'ok', reason: '', start_tick: tick(), end_tick: 0, steps_done: 0, events: [] }
     if (!agent.connected) {
       outcome.status = 'failed'
@@ -472,7 +477,18 @@ class ProgramRunner {
     let current = -1
     const onGone = (why) => ac.abort(Object.assign(new Error(`disconnected (${why})`), { kind: 'disconnected' }))
     agent.on('gone', onGone)
-    const timer = setTimeout(() => ac.abort(Object.assign(new Error(`timed out after ${timeoutMs} ms`), { kind: 'timeout' })), timeoutMs)
+    // The deadline is game time: `timeoutMs` of ticks on the game clock, so a step lasts
+    // as many ticks however busy the machine (the fake world counts the same). A wall
+    // guard, far beyond it, ends a program whose clock has stopped (no bot simulating).
+    const limit = Math.max(1, Math.floor(timeoutMs / TICK_MS))
+    const deadline = outcome.start_tick + limit
+    gameClock.until(deadline).then(() => {
+      if (!ac.signal.aborted) ac.abort(Object.assign(new Error(`step timeout after ${limit} ticks`), { kind: 'timeout' }))
+    })
+    const timer = setTimeout(() => {
+      const msg = `wall guard: ${guardMs} ms passed at tick ${tick() - outcome.start_tick} of ${limit}`
+      ac.abort(Object.assign(new Error(msg), { kind: 'timeout' }))
+    }, guardMs)
     const loop = (async () => {
       for (let i = 0; i < steps.length; i++) {
         if (ac.signal.aborted) throw new Aborted()
@@ -531,8 +547,10 @@ class ProgramRunner {
     const programs = args && args.programs
     const timeoutMs = args && args.timeout_ms
     const interval = args.sample_interval ?? 10
+    const guardMs = args.wall_guard_ms ?? timeoutMs * WALL_GUARD_FACTOR
     if (!programs || typeof programs !== 'object' || Array.isArray(programs)) throw new BridgeError('bad_request', 'programs must be an object {id: [step, ...]}')
     if (!isNum(timeoutMs) || timeoutMs <= 0) throw new BridgeError('bad_request', `timeout_ms must be a positive number, got ${JSON.stringify(timeoutMs)}`)
+    if (!isNum(guardMs) || guardMs <= 0) throw new BridgeError('bad_request', `wall_guard_ms must be a positive number (wall time), got ${JSON.stringify(guardMs)}`)
     if (!isInt(interval) || interval < 1) throw new BridgeError('bad_request', `sample_interval must be an integer >= 1 (ticks), got ${JSON.stringify(interval)}`)
     if (this.batch) throw new BridgeError('bad_state', `batch ${this.batch.id} is still running`)
     const knownIds = new Set(this.fleet.agents.keys())
@@ -578,7 +596,7 @@ class ProgramRunner {
     let players
     try {
       await Promise.all(Object.entries(valid).map(([id, steps]) =>
-        this.runOne(this.fleet.agents.get(id), steps, timeoutMs).then(o => { outcomes[id] = o })))
+        this.runOne(this.fleet.agents.get(id), steps, timeoutMs, guardMs).then(o => { outcomes[id] = o })))
     } finally {
       clearInterval(watchdog)
       for (const [a, fn] of gone) a.removeListener('gone', fn)

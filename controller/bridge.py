@@ -75,6 +75,9 @@ REQUIRED_NODE_PACKAGES = (
 """npm packages the bot runtime loads; all must be installed in `node_modules/`."""
 
 MIN_NODE_MAJOR = 20
+# A program's `timeout_ms` is game time; Node ends one still running after this many
+# times that in wall time whatever the clock says (its reason begins "wall guard").
+WALL_GUARD_FACTOR = 4
 _CHILD_REQUEST_FD = 3
 _CHILD_RESPONSE_FD = 4
 
@@ -649,6 +652,7 @@ class NodeBridge:
         sample_interval: int = 10,
         margin_s: float = 15.0,
         samples_to: Callable[[list[PoseSample]], None] | None = None,
+        wall_guard_ms: int | None = None,
     ) -> StepReport:
         """Run each bot's steps concurrently; bots without a program stand still.
 
@@ -661,12 +665,15 @@ class NodeBridge:
 
         Args:
             programs: Low-level program per agent id.
-            timeout_ms: Deadline of every program (its steps are then cancelled).
+            timeout_ms: Deadline of every program in game time (`timeout_ms / 50` ticks of
+                the game clock; its steps are then cancelled), as in the fake world.
             arbiter: Called for each rule event; None streams nothing.
             sample_interval: Most ticks between two pose samples.
-            margin_s: Extra time allowed for the round trip beyond `timeout_ms`.
+            margin_s: Extra time allowed for the round trip beyond the wall guard.
             samples_to: Gets the pose samples Node took since the previous rule event
                 (they come with each event), before the arbiter judges it.
+            wall_guard_ms: Wall time after which Node ends a program whatever the clock
+                says (default `WALL_GUARD_FACTOR` times `timeout_ms`).
 
         Returns:
             Every program's outcome, every bot's pose afterwards and the pose samples.
@@ -675,6 +682,7 @@ class NodeBridge:
             raise BridgeError(
                 "bad_request", f"sample_interval must be at least 1 tick, got {sample_interval}"
             )
+        guard_ms = wall_guard_ms if wall_guard_ms is not None else timeout_ms * WALL_GUARD_FACTOR
         payload = {
             agent: [step.model_dump(mode="json") for step in program.steps]
             for agent, program in programs.items()
@@ -684,9 +692,10 @@ class NodeBridge:
             "timeout_ms": timeout_ms,
             "sample_interval": sample_interval,
             "arbiter": arbiter is not None,
+            "wall_guard_ms": guard_ms,
         }
         inbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
-        timeout_s = timeout_ms / 1000.0 + margin_s
+        timeout_s = guard_ms / 1000.0 + margin_s
         failure: BaseException | None = None
         self._batch_inbox = inbox
         try:

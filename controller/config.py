@@ -171,7 +171,8 @@ class GameConfig(_Frozen):
     server: ServerConfig = ServerConfig()
     """The Minecraft server."""
     step_timeout_ms: int = Field(default=20000, ge=1000)
-    """Wall-clock limit of one step's programs; a program still running is cancelled."""
+    """Game-time limit of one step's programs (`step_timeout_ms / 50` ticks of the game
+    clock, on every world); a program still running then is cancelled."""
     reconnect_attempts: int = Field(default=2, ge=0)
     """How often a disconnected bot is reconnected before the game is declared invalid."""
     frames: Literal["off", "jpg", "png"] = "jpg"

@@ -153,6 +153,9 @@ class MinecraftWorld:
             )
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc
+        for agent, outcome in report.outcomes.items():
+            if outcome.reason.startswith("wall guard"):
+                log.warning("the program of %s hit the wall guard: %s", agent, outcome.reason)
         for stall in report.clock_stalls:
             log.warning(
                 "the game clock stopped waiting for %s at tick %d (its physics stalled)",

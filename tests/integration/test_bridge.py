@@ -231,6 +231,18 @@ def test_look_yaw_270_faces_east(world: World) -> None:
     world.bridge.set_blocks([BlockPlacement(x=marker[0], y=marker[1], z=marker[2], block="air")])
 
 
+def test_a_stopped_clock_meets_the_wall_guard(world: World) -> None:
+    # A deadline far off in game time; the wall guard (1 s) ends the program first, and
+    # says so, so a stopped clock cannot hang a batch.
+    report = world.bridge.run_programs(
+        {"orange": LowProgram(steps=[WaitStep(ticks=2000)])}, 60000, wall_guard_ms=1000
+    )
+    out = report.outcomes["orange"]
+    assert out.status == "timeout", out
+    assert out.reason.startswith("wall guard: 1000 ms passed at tick "), out
+    assert " of 1200 during step 0 (wait)" in out.reason, out
+
+
 def test_timeout_cancels_for_real(world: World) -> None:
     far = (30.5, Y, 0.5)
     before = {a: world.pose(a) for a in ("orange", "yellow")}
@@ -250,7 +262,9 @@ def test_timeout_cancels_for_real(world: World) -> None:
         out = report.outcomes[a]
         assert out.status == "timeout", out
         assert out.steps_done == 0
-        assert 25 <= out.end_tick - out.start_tick <= 45, out
+        # game time, as the fake world counts it: 1500 ms is 30 ticks, however busy Node is
+        assert out.reason.startswith("step timeout after 30 ticks during step 0"), out
+        assert out.end_tick - out.start_tick == 30, out
     assert dist(report.players["orange"].pos, before["orange"]) < 0.2
     assert dist(report.players["yellow"].pos, before["yellow"]) > 2.0  # it did walk
     time.sleep(0.3)  # momentum after the keys are released
