@@ -145,12 +145,7 @@ def vote_step(s: Session, seat_everyone: bool = False) -> None:
     ejected = next((ev for ev in events if isinstance(ev, Eject)), None)
     end = next(ev for ev in events if isinstance(ev, MeetingEnd))
     if ejected is not None:
-        role_note = ""
-        if e.rules.confirm_ejects:
-            role_note = (
-                " was an impostor." if ejected.role == "impostor" else " was not an impostor."
-            )
-        s.announce(f"{s.name(ejected.agent)} was ejected.{role_note}".replace(". was", " was"))
+        s.announce(ejection_line(s.name(ejected.agent), ejected.role, e.rules.confirm_ejects))
         s.world.teleport(
             {ejected.agent: Teleport(pos=s.geometry.ghost_pos(s.seat_index[ejected.agent]))}
         )
@@ -166,3 +161,11 @@ def vote_step(s: Session, seat_everyone: bool = False) -> None:
     s.progress(
         f"meeting {end.index}: {end.outcome}" + (f" {s.name(end.ejected)}" if end.ejected else "")
     )
+
+
+def ejection_line(name: str, role: str, confirm: bool) -> str:
+    """The server's announcement of an ejection; with `confirm_ejects`, the role too."""
+    line = f"{name} was ejected."
+    if confirm:
+        line += f" {name} was {'an' if role == 'impostor' else 'not an'} impostor."
+    return line

@@ -1,0 +1,31 @@
+"""The ejection announcement reads as a sentence, with and without `confirm_ejects`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from controller.cli import play_game
+from controller.config import resolve_config
+from controller.events import Eject, ServerMessage, read_events
+from controller.meeting import ejection_line
+from world.spec import load_map
+
+
+def test_the_line_names_the_player_and_with_confirm_its_role() -> None:
+    assert ejection_line("Blue", "impostor", False) == "Blue was ejected."
+    assert ejection_line("Blue", "impostor", True) == "Blue was ejected. Blue was an impostor."
+    assert ejection_line("Red", "crewmate", True) == "Red was ejected. Red was not an impostor."
+
+
+def test_a_game_with_confirm_ejects_announces_each_ejection_so(tmp_path: Path) -> None:
+    # Seed 18 of the quick preset ejects two players on the fake world.
+    config = resolve_config(
+        "quick", overrides={"seed": 18, "frames": "off", "rules": {"confirm_ejects": True}}
+    )
+    play_game(config, load_map(config.map), "fake", tmp_path / "g")
+    events = read_events(tmp_path / "g" / "events.jsonl")
+    ejects = [e for e in events if isinstance(e, Eject)]
+    lines = [e.text for e in events if isinstance(e, ServerMessage) and "ejected" in e.text]
+    assert ejects, "seed 18 no longer ejects anyone: pick another seed"
+    names = {e.agent: e.agent.capitalize() for e in ejects}
+    assert lines == [ejection_line(names[e.agent], e.role, True) for e in ejects]
