@@ -19,6 +19,11 @@ before the kill, at the kill site in the kill's round, or the target made a clai
 before the accusation, that verified false). Defenses get a verdict from the
 defender's sight of the defended in the window, `hit` (the defended is a crewmate) and
 `grounded` (that sight).
+
+These are the `mineamongus` rule book's rules (the default; `ProjectAuditor`). The
+`quack` book (`annotation.quack_rules`) judges the same claims with QUACK's rules:
+`audit_claims(traj, claims, rules="quack")`; `annotation.rules.RULES` lists the
+differences.
 """
 
 from __future__ import annotations
@@ -93,6 +98,8 @@ class AuditedClaim(Claim):
     """Accusations and defenses: the subject could have observed evidence."""
     speaker_role: str = ""
     speaker_model: str = ""
+    rules: str = "mineamongus"
+    """The rule book that judged it (`annotation.rules.RULE_BOOKS`)."""
 
 
 # --------------------------------------------------------------------- time windows
@@ -235,7 +242,11 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
     "at/around tick N", "ticks N-M": the steps holding those ticks (± one sample
     interval) within one round (the claim's own when it holds them, else the latest
     earlier one); "earlier" (the scripted agents' "last saw"): every free-roam step of
-    the game before the meeting; "last round": the previous meeting's round.
+    the game before the meeting; "last round": the previous meeting's round. A phrase
+    outside this vocabulary gives no window (the claim is `unverifiable`).
+
+    Source: this project (the `mineamongus` book; the `quack` book's windows are
+    `annotation.quack_rules.resolve_window`).
 
     Args:
         claim: The claim.
@@ -382,7 +393,14 @@ def _fraction(dwell: dict[str, int], room: str) -> float:
     return dwell.get(room, 0) / total if total else 0.0
 
 
-class _Auditor:
+class ProjectAuditor:
+    """The `mineamongus` rule book's verifiers (the default; `docs/grounding.md`).
+
+    Source of every rule: this project's reasoning for a 3D world with sight lines
+    (logged field of view, trace poses every sample interval, rounds by step). The
+    `quack` book (`annotation.quack_rules`) differs where `annotation.rules.RULES` says.
+    """
+
     def __init__(self, traj: Trajectory) -> None:
         self.traj = traj
         self.rooms = set(traj.geometry.rooms) if traj.geometry is not None else set()
@@ -396,7 +414,10 @@ class _Auditor:
         }
 
     # -- shared checks ------------------------------------------------------------
-    def _unknown(self, claim: Claim) -> str | None:
+    def unknown(self, claim: Claim) -> str | None:
+        """Why a claim names something the game lacks: an unknown type, player, room
+        (the hallway is a room here), activity, or a missing target / room / activity.
+        Source: this project (an unknown name is `unverifiable`, never an error)."""
         t = self.traj
         if claim.type not in CLAIM_TYPES:
             return f"unknown claim type {claim.type!r} (known: {', '.join(CLAIM_TYPES)})"
@@ -429,23 +450,23 @@ class _Auditor:
             speaker_role=t.roles.get(claim.speaker, ""),
             speaker_model=t.model_of(claim.speaker) if claim.speaker in t.agents else "",
         )
-        reason = self._unknown(claim)
+        reason = self.unknown(claim)
         if reason is not None:
             return row.model_copy(update={"verdict": "unverifiable", "reason": reason})
         if claim.type == "accusation":
-            return self._accusation(row)
+            return self.score_accusation(row)
         w = resolve_window(claim, t)
         if isinstance(w, str):
             return row.model_copy(update={"verdict": "unverifiable", "reason": w})
         upd: dict[str, Any] = {"window": [w.first_step, w.last_step]}
         if claim.type == "location":
-            upd.update(self._location(claim, w))
+            upd.update(self.verify_location(claim, w))
         elif claim.type == "sighting":
-            upd.update(self._sighting(claim, w))
+            upd.update(self.verify_sighting(claim, w))
         elif claim.type == "activity":
-            upd.update(self._activity(claim, w))
+            upd.update(self.verify_activity(claim, w))
         else:
-            upd.update(self._defense(claim, w))
+            upd.update(self.verify_defense(claim, w))
         return row.model_copy(update=upd)
 
     def _samples(self, agent: str, w: Window) -> list[Sample]:
@@ -466,7 +487,17 @@ class _Auditor:
         }
 
     # -- location -----------------------------------------------------------------
-    def _location(self, claim: Claim, w: Window) -> dict[str, Any]:
+    def verify_location(self, claim: Claim, w: Window) -> dict[str, Any]:
+        """A location or route claim.
+
+        Source: this project. A subject already dead or ejected before the window is
+        `false`. Present in the room at any sample (rooms passed through count): `true`;
+        for a duration ("the whole time": `WHOLE_FRACTION` of the dwell ticks, "mostly":
+        `MOSTLY_FRACTION`, both inclusive) less is `near_miss`. Never there: `false`
+        with a trace, `unverifiable` without one. A route (corridors ignored) is `true`
+        if its rooms occur in that order, `false` in another order; an unknown leg makes
+        the claim `unverifiable` (`unknown`).
+        """
         t = self.traj
         dead = self._dead(claim.subject, w, "the subject")
         if dead:
@@ -555,7 +586,17 @@ class _Auditor:
                 out.append((s.step, s.tick, s.room))
         return out
 
-    def _sighting(self, claim: Claim, w: Window) -> dict[str, Any]:
+    def verify_sighting(self, claim: Claim, w: Window) -> dict[str, Any]:
+        """A sighting.
+
+        Source: this project. `true` if the target was in the subject's logged field of
+        view (or, with a trace, at a sample recomputed with the game's perception) in
+        the window, in the claimed room (the target's or the viewer's; the room is
+        optional); `wrong_room` if seen elsewhere; `false` if the target was already
+        dead or ejected, or (with a trace) never in view; `unverifiable` if only within
+        360-degree proximity, or without a trace. The killer's own sight of its victim
+        counts like anyone's.
+        """
         t = self.traj
         target = claim.target or ""
         dead = self._dead(claim.subject, w, "the viewer")
@@ -632,7 +673,15 @@ class _Auditor:
         }
 
     # -- activity -----------------------------------------------------------------
-    def _activity(self, claim: Claim, w: Window) -> dict[str, Any]:
+    def verify_activity(self, claim: Claim, w: Window) -> dict[str, Any]:
+        """An activity claim (`docs/grounding.md`, activity table).
+
+        Source: this project. A subject gone before the window: `false`. `task`: task
+        attempts meeting the window (faked ones too), `wrong_room` when only elsewhere;
+        `report`, `call_meeting`, `kill`: the subject's rule events logged in the window
+        (any meeting's, as the time phrase says), victim and room checked; `wait` and
+        `travel`: `wait_or_travel`.
+        """
         t = self.traj
         act = claim.activity or ""
         who = claim.subject
@@ -645,7 +694,7 @@ class _Auditor:
         if dead:
             return dead
         if act in ("wait", "travel"):
-            return self._presence(claim, w, base)
+            return self.wait_or_travel(claim, w, base)
 
         def in_window(step: int, tick: int) -> bool:
             return w.first_step <= step <= w.last_step and w.first_tick <= tick <= w.last_tick
@@ -716,8 +765,12 @@ class _Auditor:
             kills = [k for k in kills if k.victim == claim.target]
         return self._event_rooms(kills, claim, base, f"{who} killed no one in the window")
 
-    def _presence(self, claim: Claim, w: Window, base: dict[str, Any]) -> dict[str, Any]:
+    def wait_or_travel(self, claim: Claim, w: Window, base: dict[str, Any]) -> dict[str, Any]:
         """`wait` and `travel`: checked on where the subject was, like a location.
+
+        Source: this project. `travel` without a room: any movement; with one, presence
+        in that room (standing still there is `true`). `wait`: the claimed room (or the
+        most visited one) for at least `MOSTLY_FRACTION` of the window.
 
         Done in another room than the one claimed, they are `wrong_room`: a `travel`
         claim when the subject moved in the window but never entered the room; a `wait`
@@ -745,7 +798,7 @@ class _Auditor:
             room = max(dwell, key=lambda r: dwell[r]) if dwell else samples[0].room
             claim = claim.model_copy(update={"room": room})
         dur = w.duration or ("mostly" if act == "wait" else None)
-        res = self._location(claim, w.model_copy(update={"duration": dur}))
+        res = self.verify_location(claim, w.model_copy(update={"duration": dur}))
         if res.get("verdict") != "false" or claim.route or claim.room is None:
             return res
         ev = res.get("evidence", {})
@@ -783,7 +836,10 @@ class _Auditor:
         }
 
     # -- defense ------------------------------------------------------------------
-    def _defense(self, claim: Claim, w: Window) -> dict[str, Any]:
+    def verify_defense(self, claim: Claim, w: Window) -> dict[str, Any]:
+        """A defense. Source: this project: `true` (and grounded) if the defender had the
+        defended in its logged field of view in the window, else `unverifiable`; `hit` =
+        the defended is a crewmate."""
         target = claim.target or ""
         seen = [s for s in self._sightings(claim.subject, target, w) if s.fov]
         hit = self.traj.roles.get(target) == "crewmate"
@@ -806,7 +862,10 @@ class _Auditor:
         }
 
     # -- accusation ---------------------------------------------------------------
-    def _accusation(self, row: AuditedClaim) -> AuditedClaim:
+    def score_accusation(self, row: AuditedClaim) -> AuditedClaim:
+        """An accusation: verdict `unverifiable`, `hit` (the target is an impostor) and
+        `grounded` (`grounds`, plus `false_claim_grounds` after all claims). Source: this
+        project."""
         t = self.traj
         accuser, target = row.subject, row.target or ""
         m = t.meeting(row.meeting)
@@ -826,6 +885,12 @@ class _Auditor:
 
     def grounds(self, accuser: str, target: str, m: MeetingRecord) -> list[dict[str, Any]]:
         """What the accuser could have observed against the target before meeting `m`.
+
+        Source: this project. Sight around a kill, in any round before the meeting: the
+        target seen at a kill (its visibility), near a body (`NEAR_BODY_BLOCKS`) after
+        it, together with the victim before it, or at the kill site in the kill's round.
+        Reporting the body, calling the meeting or merely seeing the target are no
+        grounds.
 
         A kill's round is the round of the step it was logged in; only sight logged in
         a step of that round counts for it (never sight that merely shares a tick with
@@ -895,10 +960,13 @@ class _Auditor:
         return out
 
 
-def _false_claim_grounds(
+def false_claim_grounds(
     rows: list[AuditedClaim], speech_step: dict[tuple[int, str, int], int]
 ) -> list[AuditedClaim]:
-    """Add `target_claim_false` grounds: the target's claim verified false before."""
+    """Add `target_claim_false` grounds: the target's claim verified false before.
+
+    Source: this project (a lie that was caught is evidence anyone could hear).
+    """
     out = []
     for r in rows:
         if r.type != "accusation" or r.target is None:
@@ -928,8 +996,10 @@ def _false_claim_grounds(
     return out
 
 
-def audit_claims(traj: Trajectory, claims: Iterable[Claim]) -> list[AuditedClaim]:
-    """Verify claims against one game's trajectory.
+def audit_claims(
+    traj: Trajectory, claims: Iterable[Claim], rules: str = "mineamongus"
+) -> list[AuditedClaim]:
+    """Verify claims against one game's trajectory under a rule book.
 
     Claims are normalised first (rooms, players, activity); a claim that names something
     the game does not have is `unverifiable` with the reason, never an error.
@@ -937,11 +1007,26 @@ def audit_claims(traj: Trajectory, claims: Iterable[Claim]) -> list[AuditedClaim
     Args:
         traj: The game.
         claims: Its claims (extracted or supplied).
+        rules: The rule book (`annotation.rules.RULE_BOOKS`): `mineamongus` (this
+            project's rules, the default) or `quack` (QUACK's).
 
     Returns:
-        One audited row per claim, in the given order.
+        One audited row per claim, in the given order; each row's `rules` names the book.
+
+    Raises:
+        ValueError: an unknown rule book.
     """
-    auditor = _Auditor(traj)
+    if rules != "mineamongus":
+        from annotation.rules import rule_book
+
+        return rule_book(rules).audit(traj, claims)
+    return audit_project(traj, claims)
+
+
+def audit_project(traj: Trajectory, claims: Iterable[Claim]) -> list[AuditedClaim]:
+    """The `mineamongus` rule book: `ProjectAuditor` on every claim, then
+    `false_claim_grounds`."""
+    auditor = ProjectAuditor(traj)
     rooms = sorted(auditor.rooms)
     rows = [auditor.audit(normalise_claim(c, rooms, traj.agents)) for c in claims]
-    return _false_claim_grounds(rows, auditor.speech_step)
+    return false_claim_grounds(rows, auditor.speech_step)

@@ -19,6 +19,7 @@ from every rate (as in QUACK), and counted per type.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import warnings
 from collections import defaultdict
@@ -32,11 +33,20 @@ from pydantic import BaseModel, ConfigDict
 
 from annotation.audit import VERIFIABLE, AuditedClaim
 from annotation.claims import CLAIM_TYPES, ExtractionResult
+from annotation.rules import DEFAULT_RULES, RULE_BOOKS, rule_book
+from annotation.stats import DEGENERATE_MAX, percentile_interval
 from annotation.trajectory import NOT_ROOMS, Trajectory
+from controller.record import find_runs as find_runs
+from controller.record import has_log, log_path, read_log
+from controller.stats import Interval
 
 ENDINGS = ("impostors_outnumber", "impostors_ejected", "tasks_done", "timeout")
 BOOTSTRAP_RESAMPLES = 2000
 """Resamples of games for each interval."""
+MANIFEST_FILE = "audit.json"
+"""An audit folder's record of how it was made (`rules`: the rule book)."""
+BOOTSTRAP_METHOD = "cluster-bootstrap"
+"""`Interval.method` of the pooled intervals (games resampled whole, percentile)."""
 
 
 class MetricRow(BaseModel):
@@ -418,16 +428,6 @@ def game_metrics(
 # --------------------------------------------------------------------- pooling
 
 
-@dataclass(frozen=True)
-class Interval:
-    """A pooled value and its 95 % cluster-bootstrap interval."""
-
-    value: float | None
-    low: float | None
-    high: float | None
-    n_games: int
-
-
 def cluster_bootstrap(
     nums: Sequence[float],
     dens: Sequence[float],
@@ -444,7 +444,9 @@ def cluster_bootstrap(
         resamples: Number of bootstrap resamples.
 
     Returns:
-        The pooled value and interval (None bounds with fewer than 2 games).
+        The pooled value and interval (None bounds with fewer than 2 games, or when more
+        than `annotation.stats.DEGENERATE_MAX` of the resamples had no denominator);
+        `degenerate` is the share of resamples without one (never dropped silently).
     """
     from scipy import stats
 
@@ -454,7 +456,7 @@ def cluster_bootstrap(
     value = float(num.sum()) / total if total else None
     n = len(num)
     if n < 2 or value is None:
-        return Interval(value, None, None, n)
+        return Interval(value, None, None, n, BOOTSTRAP_METHOD)
 
     def ratio(idx: np.ndarray[Any, Any], axis: int = -1) -> np.ndarray[Any, Any]:
         i = idx.astype(int)
@@ -476,12 +478,10 @@ def cluster_bootstrap(
             method="percentile",
             rng=np.random.default_rng(seed),
         )
-    dist = np.asarray(res.bootstrap_distribution, dtype=float)
-    dist = dist[~np.isnan(dist)]
-    if dist.size == 0:
-        return Interval(value, None, None, n)
-    low, high = np.percentile(dist, [2.5, 97.5])
-    return Interval(value, float(low), float(high), n)
+    # A resample holding no game with a denominator has no ratio (NaN): it is counted
+    # as degenerate and reported (`Interval.degenerate`), and above
+    # `annotation.stats.DEGENERATE_MAX` of them the interval is withheld.
+    return percentile_interval(value, res.bootstrap_distribution, n, method=BOOTSTRAP_METHOD)
 
 
 def pool(rows: Iterable[MetricRow], *, seed: int = 0) -> list[dict[str, Any]]:
@@ -513,6 +513,7 @@ def pool(rows: Iterable[MetricRow], *, seed: int = 0) -> list[dict[str, Any]]:
                 "value": iv.value,
                 "ci_low": iv.low,
                 "ci_high": iv.high,
+                "boot_degenerate": iv.degenerate,
             }
         )
     return out
@@ -550,6 +551,7 @@ def pool_lift(rows: Iterable[LiftRow], *, seed: int = 0) -> list[dict[str, Any]]
                 "lift": iv.value,
                 "ci_low": iv.low,
                 "ci_high": iv.high,
+                "boot_degenerate": iv.degenerate,
             }
         )
     return out
@@ -657,26 +659,8 @@ class AuditOutput:
     claims: int
     files: list[Path] = field(default_factory=list)
     exclusions: dict[str, int] = field(default_factory=dict)
-
-
-def find_runs(paths: Sequence[str | Path]) -> list[Path]:
-    """Run folders under the given paths (a run folder, or a tournament holding runs).
-
-    Raises:
-        FileNotFoundError: a path does not exist or holds no `events.jsonl`.
-    """
-    runs: list[Path] = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f"{p} does not exist (give a run folder or a tournament)")
-        if (p / "events.jsonl").is_file():
-            runs.append(p)
-            continue
-        found = sorted(e.parent for e in p.rglob("events.jsonl"))
-        if not found:
-            raise FileNotFoundError(f"{p} holds no events.jsonl (not a run or tournament folder)")
-        runs.extend(found)
-    return list(dict.fromkeys(runs))
+    rules: str = DEFAULT_RULES
+    """The rule book that judged the claims."""
 
 
 def run_audit(
@@ -687,6 +671,7 @@ def run_audit(
     claims_file: Path | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    rules: str = DEFAULT_RULES,
 ) -> AuditOutput:
     """Audit runs: extract (or read) claims, verify them, compute and write the tables.
 
@@ -698,12 +683,16 @@ def run_audit(
             audited.
         seed: Seed of the bootstrap resampling.
         progress: Called with one line per game.
+        rules: The rule book judging the claims (`annotation.rules.RULE_BOOKS`); written
+            into every claim row, every table (`rules` column) and `audit.json`.
 
     Returns:
         What was written.
 
     Raises:
-        ValueError: neither extractor nor claims, or supplied claims that name no game.
+        ValueError: neither extractor nor claims, supplied claims that name no game, an
+            unknown rule book, or an `out` folder holding another rule book's audit
+            (two books are never mixed in one folder).
     """
     from annotation.audit import audit_claims
     from annotation.claims import Claim, read_claim_rows, write_claims
@@ -711,6 +700,14 @@ def run_audit(
 
     if extractor is None and claims_file is None:
         raise ValueError("give an extractor (--extractor rules|BACKEND) or --claims FILE")
+    rule_book(rules)  # an unknown book fails before any work
+    if (out / MANIFEST_FILE).is_file() or (out / "claims.jsonl").is_file():
+        held = audit_rules(out)
+        if held != rules:
+            raise ValueError(
+                f"{out} holds an audit judged by the {held!r} rule book; an audit under "
+                f"{rules!r} goes to another folder (--out), never mixed with it"
+            )
     runs = find_runs(paths)
     supplied: list[tuple[str | None, Claim]] = read_claim_rows(claims_file) if claims_file else []
     if claims_file and len(runs) > 1 and any(g is None for g, _ in supplied):
@@ -719,7 +716,7 @@ def run_audit(
             "(the game id from game_start / summary.json)"
         )
     if supplied:
-        ids = {load_trajectory(r).game_id for r in runs}
+        ids = {_game_id(r) for r in runs}
         unknown = sorted({g for g, _ in supplied if g is not None and g not in ids})
         if unknown:
             raise ValueError(
@@ -739,7 +736,7 @@ def run_audit(
         else:
             extraction = extractor.extract(traj)
             claims = extraction.claims
-        done = audit_claims(traj, claims)
+        done = audit_claims(traj, claims, rules=rules)
         gm = game_metrics(traj, done, extraction)
         audited.extend(done)
         rows.extend(gm.rows)
@@ -757,17 +754,85 @@ def run_audit(
     out.mkdir(parents=True, exist_ok=True)
     write_claims(out / "claims.jsonl", audited)
     files = [out / "claims.jsonl"]
-    files += write_table(metric_dicts(rows), out / "metrics_games")
-    files += write_table(pool(rows, seed=seed), out / "metrics_pooled")
-    files += write_table([r.model_dump() for r in lift], out / "detection_lift")
-    files += write_table(pool_lift(lift, seed=seed), out / "detection_lift_pooled")
-    files += write_table(noise_ruler(control), out / "noise_ruler")
+    files += write_table(_tagged(metric_dicts(rows), rules), out / "metrics_games")
+    files += write_table(_tagged(pool(rows, seed=seed), rules), out / "metrics_pooled")
+    files += write_table(_tagged([r.model_dump() for r in lift], rules), out / "detection_lift")
+    files += write_table(_tagged(pool_lift(lift, seed=seed), rules), out / "detection_lift_pooled")
+    files += write_table(_tagged(noise_ruler(control), rules), out / "noise_ruler")
     files += write_table(
         [{"what": k, "count": v} for k, v in sorted(exclusions.items())], out / "exclusions"
     )
+    manifest = {
+        "version": 1,
+        "rules": rules,
+        "games": len(runs),
+        "claims": len(audited),
+        "claims_file": str(claims_file) if claims_file else None,
+    }
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    files.append(out / MANIFEST_FILE)
     return AuditOutput(
-        out=out, games=len(runs), claims=len(audited), files=files, exclusions=dict(exclusions)
+        out=out,
+        games=len(runs),
+        claims=len(audited),
+        files=files,
+        exclusions=dict(exclusions),
+        rules=rules,
     )
+
+
+def _game_id(run: Path) -> str:
+    """A run's game id, read from its `game_start` alone."""
+    for ev in read_log(log_path(run), kinds=["game_start"]):
+        return ev.game_id
+    raise FileNotFoundError(f"{log_path(run)}: no game_start event (not a game's record)")
+
+
+def _tagged(rows: Sequence[dict[str, Any]], rules: str) -> list[dict[str, Any]]:
+    """Rows with the rule book that judged their claims (`rules` column)."""
+    return [{**r, "rules": rules} for r in rows]
+
+
+def default_audit_dir(run: str | Path, rules: str = DEFAULT_RULES) -> Path:
+    """Where `mineamongus audit RUN` writes by default: `<RUN>/audit` for the default
+    rule book, `<RUN>/audit-<book>` for another (so that two books never share one)."""
+    return Path(run) / ("audit" if rules == DEFAULT_RULES else f"audit-{rules}")
+
+
+def audit_rules(audit_dir: str | Path) -> str:
+    """The rule book an audit folder was judged by.
+
+    Read from `audit.json`, else (an audit written before rule books) from the rows of
+    `claims.jsonl` (`mineamongus` when they carry none).
+
+    Raises:
+        ValueError: the folder's claims or tables hold verdicts of more than one book, or
+            disagree with its `audit.json`.
+    """
+    d = Path(audit_dir)
+    found: set[str] = set()
+    manifest = d / MANIFEST_FILE
+    if manifest.is_file():
+        found.add(str(json.loads(manifest.read_text(encoding="utf-8")).get("rules")))
+    claims = d / "claims.jsonl"
+    if claims.is_file():
+        with claims.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    found.add(str(json.loads(line).get("rules", DEFAULT_RULES)))
+    pooled = d / "metrics_pooled.parquet"
+    if pooled.is_file():
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(pooled)
+        if "rules" in table.column_names:
+            found.update(str(v) for v in set(table.column("rules").to_pylist()))
+    if len(found) > 1:
+        raise ValueError(
+            f"{d} mixes verdicts of the rule books {', '.join(sorted(found))}; "
+            "re-run the audit into a fresh folder per book"
+        )
+    return found.pop() if found else DEFAULT_RULES
 
 
 REPORT_METRICS = (
@@ -794,18 +859,22 @@ def grounding_report_section(audit_dir: str | Path) -> str:
         audit_dir: A folder written by `run_audit` (`mineamongus audit`).
 
     Returns:
-        Markdown: headline metrics with intervals, detection lift by meeting, the noise
-        ruler and the exclusions.
+        Markdown: the rule book, headline metrics with intervals, detection lift by
+        meeting, the noise ruler and the exclusions.
+
+    Raises:
+        ValueError: the folder mixes verdicts of two rule books (`audit_rules`).
     """
     import pyarrow.parquet as pq
 
     d = Path(audit_dir)
+    book = audit_rules(d)
 
     def read(name: str) -> list[dict[str, Any]]:
         p = d / f"{name}.parquet"
         return list(pq.read_table(p).to_pylist()) if p.is_file() else []
 
-    lines = ["## Grounding audit", ""]
+    lines = [f"## Grounding audit (rule book: {book})", "", RULE_BOOK_NOTE[book], ""]
     pooled = read("metrics_pooled")
     lines += ["| metric | role | model | games | value | 95 % CI |", "|---|---|---|---|---|---|"]
     for metric, role in REPORT_METRICS:
@@ -855,63 +924,111 @@ def grounding_report_section(audit_dir: str | Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _existing_audit(context_out: Path, folders: Sequence[Path]) -> Path | None:
-    for cand in [context_out / "audit", *(Path(f) / "audit" for f in folders)]:
-        if (cand / "metrics_pooled.parquet").is_file():
-            return cand
-    return None
+RULE_BOOK_NOTE: dict[str, str] = {
+    "mineamongus": "Rule book `mineamongus`: this project's verdict rules for a 3D world "
+    "with sight lines (docs/grounding.md).",
+    "quack": "Rule book `quack`: QUACK's verdict rules as its paper and code state them, "
+    "on the same trajectories (docs/grounding.md, differences table); comparable with "
+    "QUACK's published tiers, not with the `mineamongus` book's.",
+}
+"""The line naming each rule book in a report."""
+
+
+def _existing_audits(context_out: Path, folders: Sequence[Path]) -> list[tuple[Path, str]]:
+    """Audit folders already written, at most one per rule book, in search order:
+    `<report>/audit*`, then `<folder>/audit*` of each analysed folder."""
+    found: dict[str, Path] = {}
+    for base in [context_out, *folders]:
+        for book in RULE_BOOKS:
+            cand = default_audit_dir(base, book)
+            if not (cand / "metrics_pooled.parquet").is_file():
+                continue
+            held = audit_rules(cand)  # ValueError if it mixes books
+            found.setdefault(held, cand)
+    return [(found[b], b) for b in RULE_BOOKS if b in found]
 
 
 def report_sections(context: Any) -> list[Any]:
-    """The grounding audit's sections of the `analyze` report.
+    """The grounding audit's sections of the `analyze` report, one per rule book.
 
-    Uses an audit already written (in the report's folder, or in the analysed folder:
-    `mineamongus audit` output, e.g. from a model extractor); otherwise audits the
-    analysed runs with the rule extractor into `<report folder>/audit`.
+    Uses the audits already written (in the report's folder, or in an analysed folder:
+    `mineamongus audit` output, e.g. from a model extractor or `--rules quack`), each
+    reported in its own section naming its rule book, never pooled together; an audit
+    folder that mixes two books is refused (a warning in place of its tables). Without
+    any, audits the analysed runs with the rule extractor and the default book into
+    `<report folder>/audit`.
 
     Args:
         context: `annotation.report.ReportContext`.
 
     Returns:
-        `annotation.report.Section`s: headline metrics with intervals, detection lift by
-        meeting, the noise ruler, exclusions.
+        `annotation.report.Section`s: the rule book, headline metrics with intervals,
+        detection lift by meeting, the noise ruler, exclusions.
     """
-    import pandas as pd
-
     from annotation.claims import RuleExtractor
-    from annotation.report import Section, Table, Text, Warning_
+    from annotation.report import Section, Warning_
 
     folders = [Path(f) for f in context.folders]
-    if not any(f.is_dir() and next(f.rglob("events.jsonl"), None) for f in folders):
+    if not any(f.is_dir() and _holds_runs(f) for f in folders):
         return []  # no game logs among the analysed folders: nothing to audit
-    audit_dir = _existing_audit(Path(context.out), folders)
-    note = f"Audit tables from `{audit_dir}`." if audit_dir else ""
-    if audit_dir is None:
-        audit_dir = Path(context.out) / "audit"
+    try:
+        audits = _existing_audits(Path(context.out), folders)
+    except ValueError as exc:
+        return [Section("Grounding audit", [Warning_(f"Audit refused: {exc}")])]
+    notes = {d: f"Audit tables from `{d}`." for d, _ in audits}
+    if not audits:
+        audit_dir = default_audit_dir(Path(context.out))
         run_audit(folders, out=audit_dir, extractor=RuleExtractor())
-        note = (
+        audits = [(audit_dir, DEFAULT_RULES)]
+        notes[audit_dir] = (
             f"Claims extracted with the rule extractor (scripted templates only) into "
             f"`{audit_dir}`; run `mineamongus audit --extractor BACKEND` for model speech."
         )
+    return [_audit_section(d, book, notes[d]) for d, book in audits]
+
+
+def _holds_runs(folder: Path) -> bool:
+    """Whether a folder is, or holds, a run folder (`controller.record`)."""
+    if has_log(folder):
+        return True
+    try:
+        return bool(find_runs([folder]))
+    except FileNotFoundError:
+        return False
+
+
+def _audit_section(audit_dir: Path, book: str, note: str) -> Any:
+    import pandas as pd
     import pyarrow.parquet as pq
+
+    from annotation.report import Section, Table, Text, Warning_
 
     def read(name: str) -> pd.DataFrame:
         p = audit_dir / f"{name}.parquet"
         return pq.read_table(p).to_pandas() if p.is_file() else pd.DataFrame()
 
+    title = "Grounding audit" if book == DEFAULT_RULES else f"Grounding audit (rule book: {book})"
     pooled = read("metrics_pooled")
-    blocks: list[Any] = [Text(note)]
+    blocks: list[Any] = [Text(note), Text(RULE_BOOK_NOTE[book])]
     if not pooled.empty:
         keep = pooled[
             [(m, r) in REPORT_METRICS for m, r in zip(pooled.metric, pooled.role, strict=True)]
         ]
+        cols = ["metric", "role", "model", "n_games", "value", "ci_low", "ci_high"]
+        cols += [c for c in ("boot_degenerate", "rules") if c in keep.columns]
         blocks.append(
-            Table(
-                keep[["metric", "role", "model", "n_games", "value", "ci_low", "ci_high"]],
-                "Headline metrics (95 % cluster bootstrap)",
-            )
+            Table(keep[cols], f"Headline metrics (95 % cluster bootstrap), rule book {book}")
         )
-        blocks.append(Table(pooled, "Every metric, pooled", max_rows=400))
+        blocks.append(Table(pooled, f"Every metric, pooled, rule book {book}", max_rows=400))
+        withheld = pooled[pooled.value.notna() & pooled.ci_low.isna() & (pooled.n_games > 1)]
+        if not withheld.empty:
+            blocks.append(
+                Warning_(
+                    f"{len(withheld)} pooled interval(s) withheld: more than "
+                    f"{DEGENERATE_MAX:.0%} of their resamples held no game with a "
+                    "denominator (`boot_degenerate` gives the share)."
+                )
+            )
     lift = read("detection_lift_pooled")
     if not lift.empty:
         blocks.append(Table(lift, "Detection lift (hit minus chance) by meeting index"))
@@ -925,4 +1042,4 @@ def report_sections(context: Any) -> list[Any]:
     exc = read("exclusions")
     if not exc.empty and exc["count"].sum():
         blocks.append(Table(exc[exc["count"] > 0], "Excluded and counted"))
-    return [Section("Grounding audit", blocks)]
+    return Section(title, blocks)

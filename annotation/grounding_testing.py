@@ -44,6 +44,9 @@ from world.spec import load_map
 
 Vec3 = tuple[float, float, float]
 
+CORRIDOR: Vec3 = (9.5, 65.0, 1.5)
+"""A point of the skeld corridor between the cafeteria and admin (room `hallway`)."""
+
 
 @functools.cache
 def _skeld() -> ShipGeometry:
@@ -151,7 +154,7 @@ class GameBuilder:
 
     def free_roam(
         self,
-        paths: Mapping[str, Sequence[str]] | None = None,
+        paths: Mapping[str, Sequence[str | Vec3]] | None = None,
         *,
         sees: Mapping[str, Sequence[str]] | None = None,
         near: Mapping[str, Sequence[str]] | None = None,
@@ -164,7 +167,8 @@ class GameBuilder:
         """One free-roam step.
 
         Args:
-            paths: Agent -> rooms in order, spread evenly over the step (others stay put).
+            paths: Agent -> rooms in order, spread evenly over the step (others stay put);
+                an entry may also be a position (e.g. `CORRIDOR`, a corridor point).
             sees: Field-of-view lists at the step's end.
             near: Proximity lists at the step's end (default: `sees`).
             bodies: Bodies in view at the step's end.
@@ -188,13 +192,15 @@ class GameBuilder:
         for a in self.agents:
             if self.status[a] != "alive":
                 continue
-            rooms = list(paths.get(a, [])) or [self.geo.room_at(self.pos[a])]
+            here = self.geo.room_at(self.pos[a])
+            stay: str | Vec3 = here if here in self.geo.rooms else self.pos[a]
+            rooms = list(paths.get(a, [])) or [stay]
             track = []
             for i, t in enumerate(ticks):
                 if a in kill_at and t > kill_at[a]:
                     break
                 room = rooms[min(len(rooms) - 1, i * len(rooms) // len(ticks))]
-                p = self.geo.room_center(room)
+                p = self.geo.room_center(room) if isinstance(room, str) else room
                 track.append((p[0], p[1], p[2], 0.0))
             poses[a] = track
             last = track[-1]

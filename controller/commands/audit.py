@@ -44,7 +44,8 @@ def add_parser(subparsers: Any) -> None:
         "--out",
         type=Path,
         default=None,
-        help="output folder (default: <RUN>/audit for a single path)",
+        help="output folder (default: <RUN>/audit for a single path, <RUN>/audit-quack "
+        "with --rules quack)",
     )
     p.add_argument(
         "--cache",
@@ -53,12 +54,20 @@ def add_parser(subparsers: Any) -> None:
         help="extraction cache file (default: <out>/extraction_cache.jsonl)",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument(
+        "--rules",
+        choices=("mineamongus", "quack"),
+        default="mineamongus",
+        help="verdict rule book: 'mineamongus' (this project's rules for a 3D world; "
+        "default) or 'quack' (QUACK's rules, for numbers comparable with QUACK's); "
+        "docs/grounding.md lists the differences",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the audit; 0 on success, 2 on bad input."""
     from annotation.claims import ExtractionCache, ModelExtractor, RuleExtractor
-    from annotation.grounding_metrics import run_audit
+    from annotation.grounding_metrics import default_audit_dir, run_audit
 
     out: Path | None = args.out
     if out is None:
@@ -68,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        out = Path(args.runs[0]) / "audit"
+        out = default_audit_dir(args.runs[0], args.rules)
     extractor: Any = None
     if args.claims is None:
         if args.extractor == "rules":
@@ -93,11 +102,15 @@ def run(args: argparse.Namespace) -> int:
             claims_file=args.claims,
             seed=args.seed,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
+            rules=args.rules,
         )
     except (FileNotFoundError, ValueError) as exc:
         print(f"mineamongus audit: {exc}", file=sys.stderr)
         return 2
-    print(f"audited {result.games} game(s), {result.claims} claim(s) -> {result.out}")
+    print(
+        f"audited {result.games} game(s), {result.claims} claim(s), rule book "
+        f"{result.rules} -> {result.out}"
+    )
     for path in result.files:
         print(f"  {path}")
     return 0

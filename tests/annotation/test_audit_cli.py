@@ -136,7 +136,7 @@ def test_bad_input_gets_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["audit", str(run), "--claims", str(other)]) == 2
     assert "not among the audited runs: zz" in capsys.readouterr().err
     assert main(["audit", str(tmp_path / "nowhere")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    assert "no such run or tournament folder" in capsys.readouterr().err  # controller.record
     assert main(["audit", str(run), str(run)]) == 2
     assert "--out" in capsys.readouterr().err
     assert main(["audit", str(run), "--extractor", "nonsense:x"]) == 2
@@ -173,3 +173,37 @@ def test_model_extraction_through_the_real_sdks(
         ("red", "admin", "true"),
         ("pink", "admin", "false"),
     ]
+
+
+def test_audit_rules_quack_names_its_book_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run")
+    assert main(["audit", str(run), "--rules", "quack"]) == 0
+    assert "rule book quack" in capsys.readouterr().out
+    out = run / "audit-quack"  # the default book's run/audit is left alone
+    assert not (run / "audit").exists()
+    claims = rows(out / "claims.jsonl")
+    assert claims and {c["rules"] for c in claims} == {"quack"}
+    assert json.loads((out / "audit.json").read_text())["rules"] == "quack"
+    for stem in ("metrics_games", "metrics_pooled", "detection_lift", "detection_lift_pooled"):
+        table = pq.read_table(out / f"{stem}.parquet")
+        assert set(table.column("rules").to_pylist()) == {"quack"}, stem
+    assert "(rule book: quack)" in grounding_report_section(out)
+    # The default book's audit says its book too.
+    assert main(["audit", str(run)]) == 0
+    assert {c["rules"] for c in rows(run / "audit" / "claims.jsonl")} == {"mineamongus"}
+    assert "(rule book: mineamongus)" in grounding_report_section(run / "audit")
+
+
+def test_audit_refuses_to_write_one_rule_book_over_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run")
+    out = tmp_path / "audit"
+    assert main(["audit", str(run), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["audit", str(run), "--out", str(out), "--rules", "quack"]) == 2
+    assert "'mineamongus' rule book" in capsys.readouterr().err
+    assert {c["rules"] for c in rows(out / "claims.jsonl")} == {"mineamongus"}  # untouched
+    assert main(["audit", str(run), "--out", str(out)]) == 0  # the same book may re-run

@@ -20,6 +20,7 @@ from annotation.grounding_metrics import (
 )
 from annotation.grounding_testing import GameBuilder
 from annotation.trajectory import Trajectory, build_trajectory
+from controller.stats import Interval
 
 
 def traj() -> Trajectory:
@@ -156,10 +157,59 @@ def test_invalid_games_are_excluded_and_counted() -> None:
 def test_cluster_bootstrap_resamples_games_and_pools_ratio_of_sums() -> None:
     iv = cluster_bootstrap([1, 3, 0, 2], [2, 4, 1, 2], seed=3, resamples=500)
     assert iv.value == pytest.approx(6 / 9)
-    assert iv.low is not None and iv.high is not None
+    assert iv.low is not None and iv.high is not None and iv.value is not None
     assert 0.0 <= iv.low < iv.value < iv.high <= 1.0
     assert cluster_bootstrap([1, 1], [1, 1], seed=3).low == 1.0  # no spread
     assert cluster_bootstrap([1], [2]).low is None  # one game: no interval
+    assert isinstance(iv, Interval) and iv.method == "cluster-bootstrap"
+    assert iv.degenerate == 0.0  # every game has a denominator
+
+
+def test_cluster_bootstrap_reports_degenerate_resamples_never_drops_them_silently() -> None:
+    # One game of ten has a denominator: a resample without it has no ratio.
+    nums = [1.0] + [0.0] * 9
+    dens = [2.0] + [0.0] * 9
+    iv = cluster_bootstrap(nums, dens, seed=1, resamples=400)
+    assert iv.value == 0.5
+    # P(resample misses the game) = 0.9 ** 10, about 35 %: reported, interval withheld.
+    assert 0.2 < iv.degenerate < 0.5
+    assert iv.low is None and iv.high is None
+    rows = [
+        MetricRow(
+            game=f"g{i}", metric="m", tier=3, role="crewmate", model="x", numerator=n, denominator=d
+        )
+        for i, (n, d) in enumerate(zip(nums, dens, strict=True))
+    ]
+    (pooled,) = pool(rows, seed=1)
+    assert pooled["boot_degenerate"] > 0.2 and pooled["ci_low"] is None
+    few = [1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0] * 3
+    ok = cluster_bootstrap(few, [1.0] * len(few), seed=1, resamples=400)
+    assert ok.degenerate == 0.0 and ok.low is not None
+
+
+def test_runs_are_found_through_the_record(tmp_path: Path) -> None:
+    import annotation.grounding_metrics as gm
+    import controller.record as record
+
+    assert gm.find_runs is record.find_runs  # one run finder for the project
+    for name in ("a", "nested/b"):
+        g = GameBuilder(game_id=name.replace("/", "-"))
+        g.free_roam({"red": ["admin"]}, emergency="red")
+        g.talk([("red", "I was in admin.")])
+        folder = tmp_path / "t" / name
+        folder.mkdir(parents=True)
+        (folder / "events.jsonl").write_text(
+            "".join(e.model_dump_json() + "\n" for e in g.end()), encoding="utf-8"
+        )
+    from annotation.claims import RuleExtractor
+
+    res = gm.run_audit(
+        [tmp_path / "t", tmp_path / "t" / "a"], out=tmp_path / "out", extractor=RuleExtractor()
+    )
+    assert res.games == 2  # the tournament's two runs, the repeated one once
+    with pytest.raises(FileNotFoundError, match="no events.jsonl at or under"):
+        gm.run_audit([tmp_path / "out"], out=tmp_path / "o2", extractor=RuleExtractor())
+    assert gm._game_id(tmp_path / "t" / "nested" / "b") == "nested-b"
 
 
 def test_pool_per_model_and_over_models() -> None:

@@ -270,7 +270,6 @@ PENDING = {
     "controller/logcheck.py": "read_events(path) when given a path",
     "controller/replay.py": "read_events(run / events.jsonl)",
     "controller/tournament/runner.py": "log_violations(run / events.jsonl)",
-    "annotation/grounding_metrics.py": "its own run finder",
     "annotation/viewer/study.py": "the tail of each game's log (use log_progress)",
     "mineamongus/api.py": "refuses a folder holding a run (use has_log)",
     "mineamongus/environment.py": "names the next free folder (use has_log)",
