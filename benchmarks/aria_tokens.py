@@ -44,7 +44,7 @@ from typing import Any
 import harness_aria.registration  # noqa: F401  (registers the `aria` agent kind)
 from controller.cli import play_game
 from controller.config import resolve_config
-from controller.events import Decision, read_events
+from controller.events import Continuation, Decision, GameStart, read_events
 from harness_aria.backends.settings import DEFAULT_PRICES
 from harness_aria.prompts import CACHE_MINIMUM_TOKENS, estimate_tokens
 from world.spec import load_map
@@ -69,6 +69,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "map_detail=tables": {"map_detail": "tables"},
     "map_detail=full": {"map_detail": "full"},
     "module_calls=reference": {"module_calls": "reference"},
+    "continuation=off": {"continuation": "off"},
 }
 """Each setting's change to both sides' specs, on top of the RQ1 base."""
 
@@ -85,6 +86,9 @@ class Tally:
     images: int = 0
     out: int = 0
     cacheable: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODELS, 0))
+    continuations: int = 0
+    seat_steps: int = 0
+    """Seats of the side times the game's steps, summed over the games (side tallies)."""
 
     def tokens_in(self, model: str) -> int:
         """Input tokens on a model (text estimate plus its frame size)."""
@@ -114,38 +118,58 @@ def _openai_cached(prefix_tokens: int) -> int:
     return minimum + (prefix_tokens - minimum) // OPENAI_STEP * OPENAI_STEP
 
 
-def tally_run(run: Path, tally: Tally) -> None:
-    """Add one game's decisions and calls to a tally."""
+def tally_run(run: Path, tally: Tally, sides: dict[str, Tally] | None = None) -> None:
+    """Add one game's decisions and calls to a tally (and, given `sides`, to the tally of
+    the deciding agent's role: `crewmate` or `impostor`)."""
     sizes: dict[str, int] = {}
     seen_openai: set[tuple[str, str]] = set()
     seen_anthropic: set[str] = set()
     steps = 0
+    roles: dict[str, str] = {}
     for d in read_events(run / "events.jsonl"):
+        if isinstance(d, GameStart):
+            roles = dict(d.roles)
+        steps = max(steps, d.step)
+        if isinstance(d, Continuation):
+            tally.continuations += 1
+            if sides is not None:
+                sides.setdefault(roles.get(d.agent, "crewmate"), Tally()).continuations += 1
+            continue
         if not isinstance(d, Decision):
             continue
-        steps = max(steps, d.step)
-        tally.decisions += 1
+        targets = [tally]
+        if sides is not None:
+            targets.append(sides.setdefault(roles.get(d.agent, "crewmate"), Tally()))
+        for t in targets:
+            t.decisions += 1
         for call in d.calls:
             sent = call.get("sent") or {}
             prefix = _text(run, sent.get("prefix_sha256"), sizes)
             system = _text(run, sent.get("system_sha256"), sizes)
             user = _text(run, sent.get("user_sha256"), sizes)
-            tally.calls += 1
-            tally.by_purpose[call["purpose"]] += 1
-            tally.text_in += prefix + system + user
-            tally.images += 1 if sent.get("image_sha256") else 0
-            tally.out += int(call.get("tokens_out", 0))
+            cached = dict.fromkeys(MODELS, 0)
             # OpenAI: the prefix and the call's template repeat (same texts, same order).
             key = (str(sent.get("prefix_sha256")), str(sent.get("system_sha256")))
             if key in seen_openai:
-                tally.cacheable["gpt-4.1-mini"] += _openai_cached(prefix + system)
+                cached["gpt-4.1-mini"] = _openai_cached(prefix + system)
             seen_openai.add(key)
             # Anthropic: only the `cache_control` block (the shared prefix).
             psha = str(sent.get("prefix_sha256"))
             if psha in seen_anthropic and prefix >= CACHE_MINIMUM_TOKENS["claude-haiku-4-5"]:
-                tally.cacheable["claude-haiku-4-5"] += prefix
+                cached["claude-haiku-4-5"] = prefix
             seen_anthropic.add(psha)
+            for t in targets:
+                t.calls += 1
+                t.by_purpose[call["purpose"]] += 1
+                t.text_in += prefix + system + user
+                t.images += 1 if sent.get("image_sha256") else 0
+                t.out += int(call.get("tokens_out", 0))
+                for m in MODELS:
+                    t.cacheable[m] += cached[m]
     tally.steps += steps + 1
+    for role, t in (sides or {}).items():
+        t.steps += steps + 1
+        t.seat_steps += (steps + 1) * sum(1 for r in roles.values() if r == role)
 
 
 def play(out: Path, seed: int, change: dict[str, Any]) -> None:
@@ -165,12 +189,16 @@ def play(out: Path, seed: int, change: dict[str, Any]) -> None:
 def figures(t: Tally) -> dict[str, Any]:
     """The per-setting figures printed and written to `token_figures.json`."""
     d, c = max(1, t.decisions), max(1, t.calls)
+    per_game = GAME_STEPS / max(1, t.steps)
     return {
-        "decisions_per_game": round(t.decisions * GAME_STEPS / max(1, t.steps), 1),
+        "decisions_per_game": round(t.decisions * per_game, 1),
+        "continuations_per_game": round(t.continuations * per_game, 1),
         "calls_per_decision": round(t.calls / d, 3),
         "calls_per_decision_by_purpose": {
             p: round(n / d, 3) for p, n in sorted(t.by_purpose.items())
         },
+        "text_in_per_decision": round(t.text_in / d, 1),
+        "images_per_decision": round(t.images / d, 4),
         "tokens_out_per_call": round(t.out / c, 1),
         "tokens_out_per_decision": round(t.out / d, 1),
         "models": {
@@ -183,6 +211,16 @@ def figures(t: Tally) -> dict[str, Any]:
             }
             for m in MODELS
         },
+    }
+
+
+def side_figures(t: Tally) -> dict[str, Any]:
+    """One side's figures: as `figures`, plus its decisions and continuations per seat
+    and step (what `tournament --dry-run` scales by the arm's seats and step budget)."""
+    return {
+        "decisions_per_seat_step": round(t.decisions / max(1, t.seat_steps), 4),
+        "continuations_per_seat_step": round(t.continuations / max(1, t.seat_steps), 4),
+        **figures(t),
     }
 
 
@@ -205,17 +243,27 @@ def main() -> int:
         if args.only and label not in args.only:
             continue
         tally = Tally()
+        sides: dict[str, Tally] = {}
         for seed in args.seeds:
             out = root / label.replace(" ", "_").replace("(", "").replace(")", "") / str(seed)
             play(out, seed, change)
-            tally_run(out, tally)
+            tally_run(out, tally, sides)
         f = figures(tally)
-        table[label] = {"spec_change": change, **f}
+        table[label] = {
+            "spec_change": change,
+            **f,
+            "sides": {role: side_figures(t) for role, t in sorted(sides.items())},
+        }
         purposes = ", ".join(f"{p} {n:.2f}" for p, n in f["calls_per_decision_by_purpose"].items())
         print(f"\n{label}  (change on both sides: {change or 'none'})")
         print(
             f"  calls per decision {f['calls_per_decision']:.2f} ({purposes}); "
             f"{f['decisions_per_game']:.0f} decisions per 200-step game"
+            + (
+                f", {f['continuations_per_game']:.0f} continuations (no call)"
+                if f["continuations_per_game"]
+                else ""
+            )
         )
         print(
             f"  output tokens: {f['tokens_out_per_call']:.0f} per call, "

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from controller.events import (
     ActionRejected,
+    Continuation,
     Decision,
     Disconnect,
     Eject,
@@ -47,6 +48,7 @@ COUNT_KEYS = (
     "tokens_in",
     "tokens_out",
     "tokens_cached",
+    "continuations",
 )
 """Every key of `counts`, in the order the summary lists them."""
 
@@ -57,7 +59,9 @@ def counts_from_events(events: Iterable[EventBase]) -> dict[str, int]:
     `invalid_decisions` are decisions the model or the rules made unusable;
     `infra_errors` failed for infrastructure reasons after retries; `harness_errors`
     are exceptions raised by agent code (counted apart: they flag the game).
-    `tasks_done` counts real (not faked) tasks.
+    `tasks_done` counts real (not faked) tasks. `continuations` are steps an agent was
+    not asked because its program was still running (no decision, no model call); a
+    continuation whose program the rules refused counts as `invalid_decisions` too.
     """
     c = dict.fromkeys(COUNT_KEYS, 0)
     for ev in events:
@@ -75,6 +79,10 @@ def counts_from_events(events: Iterable[EventBase]) -> dict[str, int]:
                 c["tokens_cached"] += int(call.get("tokens_cached", 0) or 0)
                 if call.get("error_class"):
                     c["failed_calls"] += 1
+        elif isinstance(ev, Continuation):
+            c["continuations"] += 1
+            if ev.error:
+                c["invalid_decisions"] += 1
         elif isinstance(ev, ProgramRun):
             key = {
                 "timeout": "program_timeouts",

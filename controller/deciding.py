@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.agents.base import AgentDecision, InfrastructureFailure
-from controller.events import Decision, ErrorKind, FrameRef, StepPhase
+from controller.events import Continuation, Decision, ErrorKind, FrameRef, StepPhase
 from controller.programs import Program, ProgramError, Say, parse_program, validate_program
 from controller.session import Session
 from controller.worlds.base import Frame
@@ -101,11 +101,26 @@ def decide(session: Session, agents: list[str]) -> dict[str, Answer]:
 def accept(session: Session, agent: str, answer: Answer) -> tuple[Program | None, Answer]:
     """Parse and validate a decision's program; log the decision either way.
 
+    A continuation (`AgentDecision.continued`: the agent was not asked, its running
+    program goes on) is validated the same way and logged as a `continuation` event,
+    never as a decision; outside free roam it is a harness error.
+
     Returns:
         The program (None when unusable) and the answer with any rules error added.
     """
     e = session.engine
     program: Program | None = None
+    if answer.decision is not None and answer.decision.continued and not answer.error:
+        if e.phase != "free_roam":
+            answer = Answer(
+                answer.decision,
+                answer.latency_ms,
+                f"a continuation outside free roam ({e.phase})",
+                "harness",
+                answer.frame,
+            )
+        else:
+            return _continue(session, agent, answer)
     if answer.decision is not None and not answer.error:
         try:
             program = parse_program(answer.decision.program)
@@ -117,6 +132,34 @@ def accept(session: Session, agent: str, answer: Answer) -> tuple[Program | None
             program = None
     phase: StepPhase = "meeting" if e.phase == "meeting" else "free_roam"
     log_decision(session, agent, phase, answer)
+    return program, answer
+
+
+def _continue(session: Session, agent: str, answer: Answer) -> tuple[Program | None, Answer]:
+    """Validate a continued program and log the `continuation` event."""
+    d = answer.decision
+    assert d is not None
+    program: Program | None = None
+    try:
+        program = parse_program(d.program)
+        validate_program(program, agent, session.engine, session.geometry)
+    except ProgramError as exc:
+        answer = Answer(d, answer.latency_ms, str(exc), "rules", answer.frame)
+        program = None
+    session.emit(
+        Continuation(
+            agent=agent,
+            module=d.module,
+            program=d.program,
+            decision_step=d.continued_from,
+            running=d.reasoning,
+            valid=not answer.error,
+            error=answer.error,
+            error_kind=answer.error_kind,
+            spec=d.spec,
+            **session.base(),
+        )
+    )
     return program, answer
 
 

@@ -198,6 +198,31 @@ class Decision(EventBase):
     A strike that was sent and did not land says why in its `program` event instead."""
 
 
+class Continuation(EventBase):
+    """An agent that was not asked this step: its program was still running (a task in
+    progress, a walk not yet arrived) and nothing it can see had changed, so the rest of
+    that program was dispatched again. Not a decision the agent made: no model was
+    called, and `decision_step` names the step whose decision set the program going."""
+
+    kind: Literal["continuation"] = "continuation"
+    agent: str
+    module: str = ""
+    """The module of the decision whose program continues."""
+    program: Any = Field(default_factory=list)
+    """The program dispatched again."""
+    decision_step: int = -1
+    """The step of the decision that set the program going."""
+    running: str = ""
+    """What was still running, e.g. `task at station 3 in progress`, `walk to admin`."""
+    valid: bool = True
+    error: str = ""
+    """Why the program could not be dispatched again (the rules refused it); the bot
+    stands still."""
+    error_kind: ErrorKind = ""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """The agent's ablation spec."""
+
+
 ProgramStatus = Literal["ok", "timeout", "invalid", "failed", "cancelled"]
 
 
@@ -406,6 +431,7 @@ Event = Annotated[
     | Trace
     | Visibility
     | Decision
+    | Continuation
     | ProgramRun
     | Kill
     | ActionRejected
@@ -436,6 +462,7 @@ KNOWN_KINDS: frozenset[str] = frozenset(
         Trace,
         Visibility,
         Decision,
+        Continuation,
         ProgramRun,
         Kill,
         ActionRejected,

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from controller.config import RulesConfig
 from controller.events import (
+    Continuation,
     Decision,
     Eject,
     Emergency,
@@ -274,7 +275,7 @@ class _Audit:
     # ------------------------------------------------------------------ actors
     def _dead_acting(self, ev: Event) -> None:
         actor: str | None = None
-        if isinstance(ev, Decision | ProgramRun | TaskStart | TaskDone):
+        if isinstance(ev, Decision | Continuation | ProgramRun | TaskStart | TaskDone):
             actor = ev.agent
         elif isinstance(ev, Report):
             actor = ev.reporter

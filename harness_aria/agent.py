@@ -26,7 +26,7 @@ from controller.views import Knowledge, meeting_summary
 from harness_aria.backends.base import Backend
 from harness_aria.calls import start_round
 from harness_aria.memory import MEMORIES, Memory
-from harness_aria.memory.base import actions_for_view
+from harness_aria.memory.base import actions_for_view, describe_program
 from harness_aria.modules import MODULES, Module, ModuleResult
 from harness_aria.modules.kill import KillModule
 from harness_aria.modules.surveillance import SurveillanceModule
@@ -35,6 +35,11 @@ from harness_aria.reflection import MeetingReflection, NoReflection, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 from world.geometry import ShipGeometry
+
+CONTINUABLE_OPS = frozenset({"go_to", "use_station", "look"})
+"""Operations of a program that may continue into the next step (`AriaSpec.continuation`):
+a walk, a task (walking to its station and standing there) and a look. A follow, a kill,
+a report, a button press or speech is never carried on unasked."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,9 @@ class AriaAgent:
         self.last_program: _Program | None = None
         self.meeting_chat: list[ChatEntry] = []
         self.surveil_next = False
+        self.last_view: tuple[frozenset[str], frozenset[str], tuple[str, ...]] | None = None
+        """What the agent could see at its last free-roam observation: players and bodies
+        in view, and the modules it could choose (for `AriaSpec.continuation`)."""
 
     def describe(self) -> dict[str, Any]:
         """The agent's kind, backend and spec for the game record."""
@@ -161,6 +169,9 @@ class AriaAgent:
             plan_text=self.planner.plan_text,
         )
         self._learn(obs)
+        running = self._still_running(obs)
+        if running:
+            return self._continuation(running)
         if obs.meeting_chat:
             self.meeting_chat = list(obs.meeting_chat)
         if obs.phase == "free_roam" and self.last_phase == "voting":
@@ -177,7 +188,7 @@ class AriaAgent:
             result = await self.modules[module].run(tk, choice)
         else:
             kill = self.modules["KILL"]
-            if self.surveil_next and obs.role == "crewmate":
+            if self.surveil_next and obs.role == "crewmate" and self._look_ran(obs):
                 surveillance = self.modules["SURVEILLANCE"]
                 assert isinstance(surveillance, SurveillanceModule)
                 await surveillance.observe(tk)
@@ -218,6 +229,76 @@ class AriaAgent:
             else None
         )
         return self._decision(tk, module, result, choice, view_text)
+
+    def _still_running(self, obs: Observation) -> str:
+        """With `continuation: on`, what of the last program is still running and may go
+        on unasked ('' when the agent must be asked): the last program was a MISSION or
+        MOVE of walks, tasks and looks, it timed out at the step's end (not finished, not
+        failed or cancelled), no task of it was interrupted or finished, and nothing the
+        agent can see changed since its last observation (players and bodies in view, the
+        modules it may choose, server messages). Never across a meeting or with a KILL
+        scan due."""
+        view = None
+        if obs.phase == "free_roam":
+            view = (
+                frozenset(obs.visible_players),
+                frozenset(obs.visible_bodies),
+                tuple(self._allowed(obs)),
+            )
+        before, self.last_view = self.last_view, view
+        last = self.last_program
+        if (
+            self.spec.continuation != "on"
+            or last is None
+            or view is None
+            or self.last_phase != "free_roam"
+            or last.module not in ("MISSION", "MOVE")
+            or last.step >= obs.step
+        ):
+            return ""
+        ops = {a.get("op") for a in last.actions}
+        if not ops <= CONTINUABLE_OPS or not ops & {"go_to", "use_station"}:
+            return ""
+        ended = [a for a in obs.own_actions if a.kind == "program_ended"]
+        if not ended or not ended[-1].detail.startswith("timeout"):
+            return ""
+        if any(a.kind in ("task_interrupted", "task_done") for a in obs.own_actions):
+            return ""
+        if view != before or obs.chat:
+            return ""
+        kill = self.modules["KILL"]
+        assert isinstance(kill, KillModule)
+        if kill.scanning(obs.step) is not None:
+            return ""
+        if obs.task_progress is not None:
+            return f"task at station {obs.task_progress.station} in progress"
+        for a in last.actions:
+            if a.get("op") == "use_station":
+                return f"walk to station {a.get('station')} not arrived"
+            if a.get("op") == "go_to":
+                return f"walk to {a.get('room')} not arrived"
+        return ""
+
+    def _continuation(self, running: str) -> AgentDecision:
+        """The last program again, unasked (logged as a `continuation`, not a decision)."""
+        last = self.last_program
+        assert last is not None
+        return AgentDecision(
+            program=list(last.actions),
+            module=last.module,
+            reasoning=running,
+            spec=self.spec.model_dump(),
+            continued=True,
+            continued_from=last.step,
+        )
+
+    @staticmethod
+    def _look_ran(obs: Observation) -> bool:
+        """Whether the last program's look behind was carried out: the program ended `ok`
+        (a program cut off at the step's end never reached its closing look, so its frame
+        is not the view behind). With no outcome reported, it is taken to have run."""
+        ended = [a for a in obs.own_actions if a.kind == "program_ended"]
+        return not ended or ended[-1].detail.startswith("ok")
 
     def _within_view(self, obs: Observation, module: str, result: ModuleResult) -> ModuleResult:
         """Ego: a program may not follow a player out of view, since the world would lead
@@ -307,8 +388,8 @@ class AriaAgent:
         last = self.last_program
         if last is None:
             return
-        behavior = f"{last.module}: {last.actions}"
-        situation = f"{last.module} from {last.room} at step {last.step}"
+        behavior = f"{last.module}: {describe_program(last.actions)}"
+        situation = f"in {last.room} at step {last.step}"
         outcomes = [
             f"killed {a.target}" for a in obs.own_actions if a.kind == "killed" and a.target
         ]

@@ -2,9 +2,10 @@
 
 Every call is laid out the same way so that providers can cache its start:
 
-1. the side's **shared prefix** (rules, map, module formats; identical for every agent of
-   the side and every call of the game) as the first system message;
-2. the **call's system text** (the agent's persona and the module's template);
+1. the side's **shared prefix** of the call's group (rules, map, how answers are read;
+   identical for every agent of the side and every call of the group in a game, see
+   `harness_aria.prompts.PREFIX_GROUPS`) as the first system message;
+2. the **call's system text** (the module's template with its one answer format);
 3. the **user text** (the dynamic state: view, memory, plan), with the frame if sent.
 
 Each text is stored once in the run folder (`prompts/<sha256>.txt`, see `PromptStore`)
@@ -40,7 +41,7 @@ from harness_aria.backends.base import (
     ModelResponse,
 )
 from harness_aria.parsing import AnswerError, read_json
-from harness_aria.prompts import Prompt
+from harness_aria.prompts import PREFIX_GROUPS, Prompt
 
 TRUNCATION_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 """Finish reasons meaning the answer was cut off (OpenAI `length`, Anthropic `max_tokens`)."""
@@ -194,12 +195,20 @@ class CallSetup:
     """
 
     shared_prefix: str = ""
+    prefixes: dict[str, str] = field(default_factory=dict)
+    """The side's prefix per group (`harness_aria.prompts.PREFIX_GROUPS`); a purpose whose
+    group has none gets `shared_prefix`."""
     store: PromptStore | None = None
     separate_prefix: bool = True
     """Send the prefix as its own first system message (the cached block); False opens
     the call's own system text with it instead."""
     failures: FailureStreak = field(default_factory=FailureStreak)
     """The side's run of identical failures (one side, one setup: see `FailureStreak`)."""
+
+    def prefix_for(self, purpose: str) -> str:
+        """The prefix a call of `purpose` starts with."""
+        group = PREFIX_GROUPS.get(purpose, "decide")
+        return self.prefixes.get(group, self.shared_prefix)
 
 
 class HarnessedBackend:
@@ -403,9 +412,10 @@ async def ask(
     use_image = image is not None and backend.vision
     # Only the templates carry picture wording; the user text (state, memory) is data.
     system = picture_wording(system, use_image)
-    prefix = setup.shared_prefix if setup.separate_prefix else ""
-    if setup.shared_prefix and not setup.separate_prefix:
-        system = setup.shared_prefix + "\n\n" + system
+    shared = setup.prefix_for(purpose)
+    prefix = shared if setup.separate_prefix else ""
+    if shared and not setup.separate_prefix:
+        system = shared + "\n\n" + system
     messages: list[Message] = []
     if prefix:
         messages.append(Message(role="system", text=prefix))

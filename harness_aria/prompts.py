@@ -139,9 +139,35 @@ _ROLE_NOTES: dict[str, dict[str, str]] = {
     "impostor": {
         "witness_note": " (a witness check that is not a clear `false` counts as a witness)",
         "private_note": "- `intent` fields are private: nobody else ever reads them.\n",
-        "conduct_note": "- You may lie in meetings; your private `intent` fields must be true.",
+        "conduct_note": "- You may lie in meetings; your private `intent` fields must be true.\n",
     },
 }
+
+PrefixGroup = Literal["decide", "talk", "look"]
+"""Which sections a call's prefix holds (`PREFIX_GROUPS`): `decide` the rules, the map,
+how answers are read and conduct; `talk` the same without the map; `look` (judging a
+frame) the players and how answers are read."""
+
+PREFIX_GROUPS: dict[str, PrefixGroup] = {
+    "planner": "decide",
+    "planner_long": "decide",
+    "move": "decide",
+    "mission": "decide",
+    "report": "decide",
+    "emergency": "decide",
+    "meeting": "talk",
+    "vote": "talk",
+    "reflection": "talk",
+    "surveillance": "look",
+    "kill_scan": "look",
+}
+"""The prefix group of each call purpose. As in the reference, the room adjacency (and any
+`map_detail` extras) goes to the calls that choose where to go; the calls that judge a
+frame get no rules of play (the reference's scan and surveillance prompts carry none)."""
+
+_VOTE_NOTE = (
+    '- A vote of `skip` (or `null`, "none") is a ballot for skip; only `abstain` casts no ballot.\n'
+)
 
 
 def shared_prefix(
@@ -149,23 +175,29 @@ def shared_prefix(
     rules: RulesConfig,
     role: str = "crewmate",
     map_detail: MapDetail = "none",
+    group: PrefixGroup = "decide",
 ) -> str:
-    """The text every call of a side starts with: rules, rooms and how answers are read.
+    """The text a side's calls of one prefix group start with.
 
-    It is identical for every agent of a side and every call of a game (nothing about
-    the agent or the moment is in it), so a provider's prompt cache can hold it once it
-    is long enough (see `CACHE_MINIMUM_TOKENS`). It holds what the reference's prompts
-    carry (rules, room adjacency, how answers are read) and, only when `map_detail` asks
-    for them, the extras: `tables` adds room sizes and centres, corridors, walking
-    distances between rooms and between stations, and the stations; `full` adds an
-    ASCII map as well. No answer format is in it: each question carries its own, and a
-    crewmate's prefix says nothing of the impostors' private fields.
+    It is identical for every agent of a side and every call of the group in a game
+    (nothing about the agent or the moment is in it), so a provider's prompt cache can
+    hold it once it is long enough (see `CACHE_MINIMUM_TOKENS`). It holds what the
+    reference's prompts carry: `decide` (planner, MOVE, MISSION, REPORT, EMERGENCY) the
+    rules, the rooms with the rooms each connects to, how answers are read and conduct;
+    `talk` (meeting, vote, reflection) the same without the map, plus how a vote is read;
+    `look` (KILL's witness scan, SURVEILLANCE) the players and how answers are read. Only
+    when `map_detail` asks for them, the `decide` prefix adds the map extras: `tables`
+    room sizes and centres, corridors, walking distances between rooms and between
+    stations, and the stations; `full` an ASCII map as well. No answer format is in it:
+    each question carries its own, and a crewmate's prefix says nothing of the
+    impostors' private fields.
 
     Args:
         geometry: The map.
         rules: The game's rules (the numbers quoted).
         role: The side's role (`crewmate` or `impostor`).
         map_detail: `none`, `tables` or `full`.
+        group: `decide`, `talk` or `look`.
 
     Returns:
         The rendered text.
@@ -174,7 +206,30 @@ def shared_prefix(
     values["colors"] = ", ".join(COLORS[: rules.n_players])
     values.update(_map_sections(geometry, map_detail))
     values.update(_ROLE_NOTES["impostor" if role == "impostor" else "crewmate"])
-    return load_prompt("shared", "common").render(**values)
+    values["vote_note"] = _VOTE_NOTE if group == "talk" else ""
+
+    def part(name: str) -> str:
+        return load_prompt(name, "common").render(**values)
+
+    return (
+        load_prompt("shared", "common")
+        .render(
+            rules=part("shared_players" if group == "look" else "shared_rules"),
+            map=part("shared_map") if group == "decide" else "",
+            answers=part("shared_answers"),
+            conduct="" if group == "look" else part("shared_conduct"),
+        )
+        .strip()
+        + "\n"
+    )
+
+
+def shared_prefixes(
+    geometry: ShipGeometry, rules: RulesConfig, role: str, map_detail: MapDetail = "none"
+) -> dict[str, str]:
+    """A side's prefix of each group (`decide`, `talk`, `look`)."""
+    groups: tuple[PrefixGroup, ...] = ("decide", "talk", "look")
+    return {g: shared_prefix(geometry, rules, role, map_detail, g) for g in groups}
 
 
 CACHE_MINIMUM_TOKENS: dict[str, int] = {

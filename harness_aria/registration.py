@@ -27,7 +27,7 @@ from harness_aria.backends.settings import (
 )
 from harness_aria.calls import CallSetup, HarnessedBackend, PromptStore
 from harness_aria.fake_answers import answer
-from harness_aria.prompts import shared_prefix
+from harness_aria.prompts import shared_prefixes
 from harness_aria.spec import AriaSpec
 
 
@@ -126,8 +126,13 @@ class AriaKind:
             else None
         )
         role = "impostor" if context.side == "impostor" else "crewmate"
-        prefix = shared_prefix(context.geometry, rules, role, args.spec.map_detail)
-        setup = CallSetup(shared_prefix=prefix, store=store, separate_prefix=args.shared_prefix)
+        prefixes = shared_prefixes(context.geometry, rules, role, args.spec.map_detail)
+        setup = CallSetup(
+            shared_prefix=prefixes["decide"],
+            prefixes=prefixes,
+            store=store,
+            separate_prefix=args.shared_prefix,
+        )
         backend = HarnessedBackend(build_backend(args), setup)
 
         def make(agent_id: str) -> Agent:

@@ -48,6 +48,15 @@ class AriaSpec(BaseModel):
     MISSION only when the planner's `target` names no usable room, player or station.
     REPORT and EMERGENCY carry out the planner's choice. `reference`: every module asks
     (MOVE, MISSION, REPORT and EMERGENCY too), as the reference implementation does."""
+    continuation: Literal["off", "on"] = "on"
+    """The call protocol in free roam. `off`: the reference's, every living agent is asked
+    every step. `on` (default, chosen by a measured comparison on the fake world; see
+    docs/aria.md): an agent whose last program is still running (a MISSION or MOVE
+    whose task is in progress or whose walk has not arrived: the program timed out at the
+    step's end) is not asked again while nothing it can see has changed (the players and
+    bodies in its view, the modules it may choose, a server message, a meeting); the rest
+    of that program is dispatched again and logged as a `continuation` event, never as a
+    decision."""
     ego_range: float = Field(default=12.0, gt=0)
     """Ego: how far (blocks) the field of view reaches in what the agent is told; the
     observation carries nothing beyond the rules' `vision_radius` (12 by default)."""

@@ -51,6 +51,13 @@ class AgentDecision:
     """Why the decision breaks a rule before any program is built (e.g. a vote asked
     for outside the vote, or a move during it); logged as a `rules` failure, never
     replaced by a move, a skip or a pass."""
+    continued: bool = False
+    """Free roam only: the agent was not asked this step. Its last program is still
+    running and nothing it can see has changed, so `program` is the rest of that program,
+    dispatched again; logged as a `continuation` event, never as a decision. `reasoning`
+    then says what is still running."""
+    continued_from: int = -1
+    """With `continued`: the step of the decision that set the program going."""
 
 
 class Agent(Protocol):

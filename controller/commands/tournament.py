@@ -98,45 +98,18 @@ def _err(msg: str) -> int:
 def dry_run(spec_path: Path, ray_address: str | None = None) -> int:
     """Print arms, games and the token and cost estimate (and, given a Ray cluster's
     address, how many games it runs at once)."""
-    from controller.tournament.estimate import arm_estimate, format_cost
+    from controller.tournament.estimate import dry_run_lines
     from controller.tournament.spec import expand_arms, load_spec
 
     spec = load_spec(spec_path)
     arms = expand_arms(spec)
     seeds = spec.seed_list()
-    est = spec.estimate
     print(
         f"study {spec.name}: {len(arms)} arm(s) x {len(seeds)} paired seed(s) = "
         f"{len(arms) * len(seeds)} games on the {spec.world} world"
     )
-    print(
-        f"estimate per game: {est.decisions_per_game:g} decisions x "
-        f"({est.tokens_in_per_decision:g} in + {est.tokens_out_per_decision:g} out) tokens "
-        "(spec field `estimate`; see docs/tournament.md)"
-    )
-    w = max([len(a.name) for a in arms] + [10])
-    print(f"{'arm':<{w}} {'games':>6} {'tokens in':>13} {'tokens out':>12}  cost")
-    total_in = total_out = known = 0.0
-    unknown: set[str] = set()
-    for arm in arms:
-        e = arm_estimate(arm, len(seeds), est)
-        total_in += e.tokens_in
-        total_out += e.tokens_out
-        known += e.known_cost_usd
-        unknown.update(e.unknown_prices)
-        cost = format_cost(e.cost_usd, e.known_cost_usd)
-        if e.unknown_prices:
-            cost += f" (no price for {', '.join(e.unknown_prices)})"
-        print(f"{arm.name:<{w}} {e.games:>6} {e.tokens_in:>13,.0f} {e.tokens_out:>12,.0f}  {cost}")
-    total = format_cost(None if unknown else known, known)
-    games = len(arms) * len(seeds)
-    print(f"{'total':<{w}} {games:>6} {total_in:>13,.0f} {total_out:>12,.0f}  {total}")
-    if unknown:
-        print(
-            "unknown prices: "
-            + ", ".join(sorted(unknown))
-            + " (add them to the sides' settings.prices to price them)"
-        )
+    for line in dry_run_lines(spec, arms, len(seeds)):
+        print(line)
     if ray_address is not None:
         from controller.tournament.capacity import cluster_capacity, format_cluster
         from controller.tournament.ray_backend import cluster_nodes

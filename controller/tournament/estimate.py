@@ -1,21 +1,66 @@
-"""Token and cost estimates of a study before it runs (`tournament SPEC --dry-run`).
+"""Token, cost and time estimates of a study before it runs (`tournament SPEC --dry-run`).
 
-The estimate is the spec's `estimate` (decisions per game, tokens per decision) times
-the price table of each side's backend settings. Decisions are split between the
-sides by seat count. A model missing from the price table has an unknown cost,
-shown as unknown and never as $0; a total with an unknown part is a lower bound.
+Per side, the figures are measured ones: `token_figures.json` (package data, written by
+`python -m benchmarks.aria_tokens --preset paper`) holds, per ARIA spec setting and per
+side (crewmates, impostors), decisions per seat and step, model calls per decision,
+prompt text and frames per decision and output tokens per decision, from fake-world
+paper games. A side's spec is compared field by field with the measured RQ1 base; each
+field that differs takes its measured setting's ratio to the base (decisions, calls,
+text, frames and output multiply; cached tokens add their difference), and a field
+with no measured setting is named in the estimate's notes and taken as the base.
+Decisions per game are decisions per seat and step times the side's seats times the
+arm's step budget (the preset's `max_steps`). Input tokens are the prompt text plus
+each frame at the model's size (`image_tokens`; text-only sides send none).
+
+A spec's `estimate` fields, when set, replace the measured figures. A model missing
+from the price table has an unknown cost, shown as unknown and never as $0; a total with
+an unknown part is a lower bound.
+
+Wall time is the arm's games times one game's seconds (`game_seconds`: start-up and the
+world's time per step, plus per step the calls of a decision, one after another, at
+`estimate.call_latency_s` each), divided by the runner's workers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from controller.config import SideConfig
-from controller.tournament.spec import Arm, TokenEstimate
+from controller.tournament.spec import Arm, ExperimentSpec, TokenEstimate
 
 # Backends that make no billed calls: the scripted control agent and the offline fake.
 _FREE_PREFIXES = ("scripted", "fake")
+BASE_SETTING = "default (RQ1)"
+"""The label of the measured RQ1 base in `token_figures.json`."""
+FIGURE_MODEL = "gpt-4.1-mini"
+"""Whose frame size is used for a model the figures do not list."""
+
+
+@lru_cache(maxsize=1)
+def load_figures() -> dict[str, Any] | None:
+    """The measured figures (`token_figures.json`), None when the file is missing."""
+    f = resources.files("controller.tournament").joinpath("token_figures.json")
+    if not f.is_file():
+        return None
+    data: dict[str, Any] = json.loads(f.read_text(encoding="utf-8"))
+    return data
+
+
+@dataclass(frozen=True)
+class SideFigures:
+    """One side's per-decision figures for an arm, with where they came from."""
+
+    decisions_per_seat_step: float
+    calls_per_decision: float
+    text_in_per_decision: float
+    images_per_decision: float
+    tokens_out_per_decision: float
+    cached_in_per_decision: float
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -27,6 +72,9 @@ class SideEstimate:
     tokens_out: float
     cost_usd: float | None
     """None when the model's price is unknown."""
+    decisions: float = 0.0
+    calls_per_decision: float = 0.0
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,6 +90,10 @@ class ArmEstimate:
     unknown_prices: tuple[str, ...]
     known_cost_usd: float
     """The part of the cost whose prices are known."""
+    decisions_per_game: float = 0.0
+    game_seconds: float = 0.0
+    """One game's estimated wall seconds."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 def _model_of(backend: str) -> str:
@@ -64,31 +116,178 @@ def _price(side: SideConfig, model: str) -> Any:
     return price_for(model, settings.prices)
 
 
-def side_estimate(side: SideConfig, seats: int, est: TokenEstimate, n_seats: int) -> SideEstimate:
-    """Estimated tokens and cost of one side's seats in one game."""
+def _full_spec(values: dict[str, Any]) -> dict[str, Any]:
+    from harness_aria.spec import AriaSpec  # the harness's spec, as `_price` above
+
+    known = {k: v for k, v in values.items() if k in AriaSpec.model_fields}
+    return AriaSpec.model_validate(known).model_dump()
+
+
+def _numbers(side: dict[str, Any]) -> dict[str, float]:
+    return {
+        "decisions": float(side["decisions_per_seat_step"]),
+        "calls": float(side["calls_per_decision"]),
+        "text": float(side["text_in_per_decision"]),
+        "images": float(side["images_per_decision"]),
+        "out": float(side["tokens_out_per_decision"]),
+        "cached": float(side["models"][FIGURE_MODEL]["cached_share"])
+        * float(side["models"][FIGURE_MODEL]["tokens_in_per_decision"]),
+    }
+
+
+def measured_side(role: str, spec: dict[str, Any], figures: dict[str, Any]) -> SideFigures:
+    """A side's figures for its spec, composed from the measured settings.
+
+    Args:
+        role: `crewmate` or `impostor`.
+        spec: The side's ARIA spec (any fields; the rest take their defaults).
+        figures: The contents of `token_figures.json`.
+
+    Returns:
+        The composed figures, with a note for each field no measured setting covers.
+    """
+    settings = figures["settings"]
+    base_key = "crew" if role == "crewmate" else "impostor"
+    base_spec = _full_spec(figures["rq1_base"][base_key])
+    want = _full_spec(spec)
+    base = _numbers(settings[BASE_SETTING]["sides"][role])
+    est = dict(base)
+    notes: list[str] = []
+    for name, value in want.items():
+        if value == base_spec.get(name):
+            continue
+        match = next(
+            (
+                s
+                for s in settings.values()
+                if s.get("spec_change") == {name: value} and role in s.get("sides", {})
+            ),
+            None,
+        )
+        if match is None:
+            notes.append(f"{role} {name}={value}: not measured, counted as the RQ1 base")
+            continue
+        setting = _numbers(match["sides"][role])
+        for key in ("decisions", "calls", "text", "images", "out"):
+            if base[key] > 0:
+                est[key] *= setting[key] / base[key]
+        est["cached"] += setting["cached"] - base["cached"]
+    return SideFigures(
+        decisions_per_seat_step=est["decisions"],
+        calls_per_decision=est["calls"],
+        text_in_per_decision=est["text"],
+        images_per_decision=est["images"],
+        tokens_out_per_decision=est["out"],
+        cached_in_per_decision=max(0.0, est["cached"]),
+        notes=tuple(notes),
+    )
+
+
+def _from_spec(est: TokenEstimate, seats: int, n_seats: int, steps: int) -> SideFigures | None:
+    """The spec's own `estimate` fields, when it sets the ones a side needs."""
+    if est.decisions_per_game is None or est.tokens_in_per_decision is None:
+        return None
+    return SideFigures(
+        decisions_per_seat_step=est.decisions_per_game / max(1, n_seats) / max(1, steps),
+        calls_per_decision=1.0,
+        text_in_per_decision=est.tokens_in_per_decision,
+        images_per_decision=0.0,
+        tokens_out_per_decision=est.tokens_out_per_decision or 0.0,
+        cached_in_per_decision=est.tokens_in_per_decision * (est.cached_share or 0.0),
+        notes=("from the spec's `estimate` fields",),
+    )
+
+
+def side_estimate(
+    side: SideConfig,
+    seats: int,
+    est: TokenEstimate,
+    n_seats: int,
+    *,
+    role: str = "crewmate",
+    steps: int = 200,
+    figures: dict[str, Any] | None = None,
+) -> SideEstimate:
+    """Estimated tokens and cost of one side's seats in one game.
+
+    Args:
+        side: The side's config.
+        seats: The side's seats.
+        est: The spec's `estimate` (its set fields replace the measured figures).
+        n_seats: All seats of the game.
+        role: The side's role.
+        steps: The game's step budget.
+        figures: The measured figures (default: `token_figures.json`).
+    """
     backend = side_backend(side)
     if backend.split(":", 1)[0] in _FREE_PREFIXES:
         return SideEstimate(backend, 0.0, 0.0, 0.0)
-    decisions = est.decisions_per_game * seats / n_seats
-    tin = decisions * est.tokens_in_per_decision
-    tout = decisions * est.tokens_out_per_decision
-    price = _price(side, _model_of(backend))
-    if price is None:
-        return SideEstimate(backend, tin, tout, None)
-    cached = tin * est.cached_share
-    cost = price.cost(uncached_in=round(tin - cached), cached_in=round(cached), out=round(tout))
-    return SideEstimate(backend, tin, tout, cost)
+    figures = figures if figures is not None else load_figures()
+    f = _from_spec(est, seats, n_seats, steps)
+    if f is None:
+        if figures is None:
+            raise FileNotFoundError(
+                "controller/tournament/token_figures.json is missing: run "
+                "`python -m benchmarks.aria_tokens --preset paper`, or set the spec's "
+                "`estimate` fields"
+            )
+        f = measured_side(role, dict(side.args.get("spec") or {}), figures)
+    model = _model_of(backend)
+    notes = list(f.notes)
+    image_tokens = figures.get("image_tokens", {}) if figures else {}
+    if model not in image_tokens and f.images_per_decision:
+        notes.append(f"{model}: frames counted at {FIGURE_MODEL}'s size")
+    frame = float(image_tokens.get(model, image_tokens.get(FIGURE_MODEL, 0)))
+    images = 0.0 if side.args.get("text_only") else f.images_per_decision
+    decisions = f.decisions_per_seat_step * seats * steps
+    per_decision = f.text_in_per_decision + images * frame
+    tin = decisions * per_decision
+    tout = decisions * f.tokens_out_per_decision
+    price = _price(side, model)
+    cost: float | None = None
+    if price is not None:
+        cached = min(tin, decisions * f.cached_in_per_decision)
+        cost = price.cost(uncached_in=round(tin - cached), cached_in=round(cached), out=round(tout))
+    return SideEstimate(backend, tin, tout, cost, decisions, f.calls_per_decision, tuple(notes))
 
 
-def arm_estimate(arm: Arm, games: int, est: TokenEstimate) -> ArmEstimate:
-    """Estimated tokens and cost of `games` games of one arm."""
-    rules = arm.config.rules
+def arm_estimate(
+    arm: Arm,
+    games: int,
+    est: TokenEstimate,
+    figures: dict[str, Any] | None = None,
+    world: str = "minecraft",
+) -> ArmEstimate:
+    """Estimated tokens, cost and wall time of `games` games of one arm on `world`."""
+    cfg = arm.config
+    rules = cfg.rules
+    steps = rules.max_steps
+    crew_seats = rules.n_players - rules.n_impostors
     sides = [
-        side_estimate(arm.config.crew, rules.n_players - rules.n_impostors, est, rules.n_players),
-        side_estimate(arm.config.impostor, rules.n_impostors, est, rules.n_players),
+        side_estimate(
+            cfg.crew,
+            crew_seats,
+            est,
+            rules.n_players,
+            role="crewmate",
+            steps=steps,
+            figures=figures,
+        ),
+        side_estimate(
+            cfg.impostor,
+            rules.n_impostors,
+            est,
+            rules.n_players,
+            role="impostor",
+            steps=steps,
+            figures=figures,
+        ),
     ]
     unknown = tuple(sorted({s.backend for s in sides if s.cost_usd is None}))
     known = sum(s.cost_usd or 0.0 for s in sides) * games
+    chain = max(s.calls_per_decision for s in sides)
+    seconds = game_seconds(world, steps) + steps * chain * est.call_latency_s
+    notes = tuple(dict.fromkeys(n for s in sides for n in s.notes))
     return ArmEstimate(
         arm=arm.name,
         games=games,
@@ -97,7 +296,68 @@ def arm_estimate(arm: Arm, games: int, est: TokenEstimate) -> ArmEstimate:
         cost_usd=None if unknown else known,
         unknown_prices=unknown,
         known_cost_usd=known,
+        decisions_per_game=sum(s.decisions for s in sides),
+        game_seconds=seconds,
+        notes=notes,
     )
+
+
+def dry_run_lines(spec: ExperimentSpec, arms: list[Arm], games_per_arm: int) -> list[str]:
+    """The dry-run's estimate table: per arm its games, decisions per game, tokens, cost and
+    wall time, then the study's totals (wall time at the runner's worker count)."""
+    est = spec.estimate
+    figures = load_figures()
+    estimates = [arm_estimate(a, games_per_arm, est, figures, spec.world) for a in arms]
+    measured = est.decisions_per_game is None or est.tokens_in_per_decision is None
+    source = (
+        "measured figures per side and ARIA setting (controller/tournament/token_figures.json, "
+        f"fake-world paper games, seeds {figures.get('seeds') if figures else '?'}; tokens "
+        "characters / 4, frames at each model's size)"
+        if measured
+        else "the spec's `estimate` fields"
+    )
+    lines = [f"estimate from {source}; model calls at {est.call_latency_s:g} s each"]
+    w = max([len(a.name) for a in arms] + [10])
+    lines.append(
+        f"{'arm':<{w}} {'games':>6} {'decisions/game':>14} {'tokens in':>13} "
+        f"{'tokens out':>12} {'cost':>10}  wall time"
+    )
+    total_in = total_out = known = seconds = 0.0
+    unknown: set[str] = set()
+    notes: dict[str, None] = {}
+    for arm, e in zip(arms, estimates, strict=True):
+        total_in += e.tokens_in
+        total_out += e.tokens_out
+        known += e.known_cost_usd
+        seconds += e.game_seconds * e.games
+        unknown.update(e.unknown_prices)
+        notes.update(dict.fromkeys(e.notes))
+        cost = format_cost(e.cost_usd, e.known_cost_usd)
+        if e.unknown_prices:
+            cost += f" (no price for {', '.join(e.unknown_prices)})"
+        lines.append(
+            f"{arm.name:<{w}} {e.games:>6} {e.decisions_per_game:>14,.0f} "
+            f"{e.tokens_in:>13,.0f} {e.tokens_out:>12,.0f} {cost:>10}  "
+            f"{format_duration(e.game_seconds)} a game"
+        )
+    total = format_cost(None if unknown else known, known)
+    games = len(arms) * games_per_arm
+    workers = spec.runner.workers
+    lines.append(
+        f"{'total':<{w}} {games:>6} {'':>14} {total_in:>13,.0f} {total_out:>12,.0f} "
+        f"{total:>10}  {format_duration(seconds / workers)} at {workers} worker(s)"
+    )
+    if games:
+        per_game = format_cost(None if unknown else known / games, known / games)
+        lines.append(f"per game: {per_game}, {format_duration(seconds / games)}")
+    if unknown:
+        lines.append(
+            "unknown prices: "
+            + ", ".join(sorted(unknown))
+            + " (add them to the sides' settings.prices to price them)"
+        )
+    lines += [f"note: {n}" for n in notes]
+    return lines
 
 
 def format_cost(cost: float | None, known: float) -> str:
@@ -107,11 +367,20 @@ def format_cost(cost: float | None, known: float) -> str:
     return f"unknown (>= ${known:,.2f} priced)" if known > 0 else "unknown"
 
 
+def format_duration(seconds: float) -> str:
+    """`3 h 20 min`, `12 min`, `40 s`."""
+    if seconds >= 3600:
+        return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"
+
+
 # A game's wall time before any has been measured: process start-up and set-up, plus
 # each step of the budget. Measured on a busy 2-core machine (benchmarks/tournament.py:
 # about 30 s from process start to the first step and 8-9 s per step on the embedded
-# server; a fake-world game is mostly interpreter start-up). Only the progress display
-# uses it, until the first game of the study has ended.
+# server; a fake-world game is mostly interpreter start-up). The progress display uses
+# it until the first game of the study has ended; the dry-run adds the model calls.
 _START_S = {"minecraft": 30.0, "fake": 12.0}
 _STEP_S = {"minecraft": 9.0, "fake": 0.2}
 

@@ -101,22 +101,28 @@ class RoundRobinSpec(_Strict):
 
 
 class TokenEstimate(_Strict):
-    """The documented per-decision token estimate behind `--dry-run` costs.
+    """What `--dry-run` estimates from, beyond the measured figures.
 
-    A decision of an ARIA agent is one or more model calls (planner, module, KILL's
-    look-around questions); the figures are per decision, all its calls together.
-    The defaults are round figures for the privileged state view with one 640x360
-    frame; measure your own with a pilot game (`summary.json` `counts`) and put them here.
+    By default every per-decision figure is measured: `controller/tournament/
+    token_figures.json` (written by `python -m benchmarks.aria_tokens --preset paper`)
+    holds decisions per seat and step, calls, prompt text, frames and output tokens per
+    decision for each side and ARIA setting, and `controller.tournament.estimate` composes
+    an arm's from them. A field set here replaces the measured figure for every side
+    (`decisions_per_game` and `tokens_in_per_decision` together; the others need them).
     """
 
-    decisions_per_game: float = Field(default=400.0, gt=0)
-    """Decisions of all seats in one game (about 50 steps x 8 seats)."""
-    tokens_in_per_decision: float = Field(default=3500.0, ge=0)
-    """Input tokens per decision (prompt text plus the image)."""
-    tokens_out_per_decision: float = Field(default=250.0, ge=0)
-    """Output tokens per decision."""
-    cached_share: float = Field(default=0.0, ge=0, le=1)
-    """Share of input tokens read from the provider's prompt cache."""
+    decisions_per_game: float | None = Field(default=None, gt=0)
+    """Decisions of all seats in one game (default: measured, per side and step)."""
+    tokens_in_per_decision: float | None = Field(default=None, ge=0)
+    """Input tokens per decision, prompt text plus frames (default: measured)."""
+    tokens_out_per_decision: float | None = Field(default=None, ge=0)
+    """Output tokens per decision (default: measured)."""
+    cached_share: float | None = Field(default=None, ge=0, le=1)
+    """Share of input tokens read from the provider's prompt cache (default: measured)."""
+    call_latency_s: float = Field(default=1.5, ge=0)
+    """Seconds one model call takes, for the wall-time estimate: a decision's calls run
+    one after another, the seats' decisions at once (a round figure for small hosted
+    models; measure yours from a pilot game's `latency_ms`)."""
 
 
 class RunnerSpec(_Strict):

@@ -46,13 +46,50 @@ class Memory(Protocol):
         ...
 
 
+ROUTINE_ENDINGS = frozenset({"ok", "timeout: step timeout"})
+"""Program outcomes memory does not keep: a program that ran to its end, or was cut off
+at the step's end (its walk or task goes on; the other own actions and the state view's
+task line say where it stands). Failures and cancellations, with their reasons, are kept."""
+
+
+def worth_remembering(a: OwnAction) -> bool:
+    """Whether memory keeps an own action (every one but a routine program ending)."""
+    return not (a.kind == "program_ended" and a.detail in ROUTINE_ENDINGS)
+
+
+def describe_program(actions: list[dict[str, object]]) -> str:
+    """A program in words for the skill memory, e.g. `use_station 2, look behind`."""
+    parts = []
+    for a in actions:
+        words = [str(a.get("op", "?"))]
+        for key, value in a.items():
+            if key == "op" or value is None or value is False:
+                continue
+            if value is True:
+                words.append(key)
+            elif key in ("station", "room", "agent", "target", "text"):
+                words.append(str(value))
+            else:
+                words.append(f"{key}={value}")
+        parts.append(" ".join(words))
+    return ", ".join(parts)
+
+
+def _route(detail: str) -> str:
+    """A walk's rooms, ` (a > b > c)`, without the hallways passed between two rooms (the
+    rooms connect through them); a walk that starts or ends in a hallway keeps it."""
+    rooms = detail.split(" > ") if detail else []
+    kept = [r for i, r in enumerate(rooms) if r != "hallway" or i == 0 or i == len(rooms) - 1]
+    return f" ({' > '.join(kept)})" if kept else ""
+
+
 def describe_action(a: OwnAction) -> str:
     """One of the agent's own actions in its own words (what memory records)."""
     where = f" in {a.room}" if a.room else ""
     station = f"station {a.station}"
     detail = f" ({a.detail})" if a.detail else ""
     if a.kind == "moved":
-        return f"I walked{where}{detail}"
+        return f"I walked{where}{_route(a.detail)}"
     if a.kind == "task_started":
         return f"I started the task at {station}{where}"
     if a.kind == "task_done":

@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from controller.observation import Observation
-from harness_aria.memory.base import describe_action
+from harness_aria.memory.base import describe_action, worth_remembering
 
 NOTES_PER_PLAYER = 10
 OWN_ACTIONS_KEPT = 10
@@ -23,7 +23,8 @@ class Belief:
 
     suspicion: float = 0.0
     notes: deque[str] = field(default_factory=lambda: deque(maxlen=NOTES_PER_PLAYER))
-    claims: deque[str] = field(default_factory=lambda: deque(maxlen=NOTES_PER_PLAYER))
+    claims: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=NOTES_PER_PLAYER))
+    """(step, what the player said)."""
 
 
 class SemanticMemory:
@@ -39,6 +40,9 @@ class SemanticMemory:
         self.facts: deque[tuple[int, str]] = deque(maxlen=k)
         self.actions: deque[tuple[int, str]] = deque(maxlen=OWN_ACTIONS_KEPT)
         self.me = ""
+        self.meeting_since: int | None = None
+        """The first step of the current meeting (None in free roam): claims made since
+        are in the state view's meeting chat, so the table does not repeat them."""
 
     def _belief(self, player: str) -> Belief:
         return self.beliefs.setdefault(player, Belief())
@@ -47,7 +51,13 @@ class SemanticMemory:
         """Update beliefs from sightings near bodies and from meeting speech; keep the
         agent's own actions (route, tasks, kills)."""
         self.me = obs.agent
+        if obs.phase == "free_roam":
+            self.meeting_since = None
+        elif self.meeting_since is None:
+            self.meeting_since = min([obs.step, *(c.step for c in obs.meeting_chat)])
         for a in obs.own_actions:
+            if not worth_remembering(a):
+                continue
             self.actions.append((a.step, describe_action(a)))
         for victim, body in obs.visible_bodies.items():
             for other, pos in obs.visible_players.items():
@@ -57,7 +67,7 @@ class SemanticMemory:
         for c in obs.chat:
             if c.kind != "speech" or not c.speaker or c.speaker == obs.agent:
                 continue
-            self._belief(c.speaker).claims.append(f"step {c.step}: {c.text}")
+            self._belief(c.speaker).claims.append((c.step, c.text))
             if ACCUSING.search(c.text):
                 for word in re.findall(r"[A-Za-z]+", c.text):
                     name = word.lower()
@@ -91,7 +101,8 @@ class SemanticMemory:
         lines = ["Beliefs about players (suspicion 0-1):"]
         for player, b in sorted(self.beliefs.items()):
             last = f"; {b.notes[-1]}" if b.notes else ""
-            claim = f'; last said: "{b.claims[-1]}"' if b.claims else ""
+            said = [c for c in b.claims if self.meeting_since is None or c[0] < self.meeting_since]
+            claim = f'; last said: "step {said[-1][0]}: {said[-1][1]}"' if said else ""
             lines.append(f"  {player}: {b.suspicion:.2f}{last}{claim}")
         if len(lines) == 1:
             lines.append("  none yet")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 
 from controller.observation import Observation
-from harness_aria.memory.base import describe_action
+from harness_aria.memory.base import describe_action, worth_remembering
 
 SHOWN = 5
 
@@ -34,6 +34,8 @@ class WindowMemory:
         ego agent remembers only what its camera showed.
         """
         for a in obs.own_actions:
+            if not worth_remembering(a):
+                continue
             self._add(a.step, describe_action(a))
         for c in obs.chat:
             who = "[Server]" if c.kind == "server" else (c.speaker or "?").capitalize()

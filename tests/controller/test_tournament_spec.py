@@ -170,7 +170,11 @@ def test_estimate_prices_known_models_and_never_prices_unknown_ones_at_zero() ->
                 },
                 {"name": "mystery", "overrides": {"impostor": {"backend": "openai:no-such"}}},
             ],
-            estimate={"decisions_per_game": 100, "tokens_in_per_decision": 1000},
+            estimate={
+                "decisions_per_game": 100,
+                "tokens_in_per_decision": 1000,
+                "tokens_out_per_decision": 250,
+            },
         )
     )
     mini, mystery = expand_arms(spec)

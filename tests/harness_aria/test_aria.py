@@ -252,3 +252,45 @@ def test_ablation_strings() -> None:
     ]:
         with pytest.raises(AblationError, match=msg):
             apply_ablations(AriaSpec(), AriaSpec(), [bad])
+
+
+def test_continuation_is_logged_apart_from_decisions_and_makes_no_call(tmp_path: Path) -> None:
+    """With `continuation: on`, a step an agent is not asked is a `continuation` event
+    (no model call, the running program again), never a decision; `off` asks every
+    living agent every step, as the reference does."""
+    from controller.cli import play_game
+    from controller.config import resolve_config
+    from controller.events import Continuation, Decision, StepStart, read_events
+    from world.spec import load_map
+
+    def game(mode: str) -> list[Any]:
+        config = resolve_config(
+            "paper",
+            overrides={
+                "seed": 1,
+                "rules": {"max_steps": 30},
+                "crew": {"backend": "fake", "spec": {"continuation": mode}},
+                "impostor": {"backend": "fake", "spec": {"continuation": mode}},
+            },
+        )
+        play_game(config, load_map("skeld"), "fake", tmp_path / mode)
+        return read_events(tmp_path / mode / "events.jsonl")
+
+    on = game("on")
+    continued = [e for e in on if isinstance(e, Continuation)]
+    assert continued
+    for c in continued:
+        assert c.module in ("MISSION", "MOVE") and c.program and c.decision_step < c.step
+        assert c.running and c.valid
+        # never both asked and continued in one step
+        assert not any(
+            isinstance(d, Decision) and d.agent == c.agent and d.step == c.step for d in on
+        )
+    counts = json.loads((tmp_path / "on" / "summary.json").read_text())["counts"]
+    assert counts["continuations"] == len(continued)
+    off = game("off")
+    assert not any(isinstance(e, Continuation) for e in off)
+    free_roam = {e.step for e in off if isinstance(e, StepStart) and e.phase == "free_roam"}
+    assert free_roam and all(
+        any(isinstance(d, Decision) and d.step == s for d in off) for s in free_roam
+    )

@@ -14,7 +14,12 @@ from controller.cli import play_game
 from controller.config import RulesConfig, resolve_config
 from controller.events import Decision, read_events
 from harness_aria.calls import PromptStore, picture_wording
-from harness_aria.prompts import CACHE_MINIMUM_TOKENS, estimate_tokens, shared_prefix
+from harness_aria.prompts import (
+    CACHE_MINIMUM_TOKENS,
+    PREFIX_GROUPS,
+    estimate_tokens,
+    shared_prefix,
+)
 from world.geometry import ShipGeometry
 from world.spec import load_map
 
@@ -109,7 +114,9 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
         assert sent["image_sha256"] is None
         prefixes.add(sent["prefix_sha256"])
         assert call["finish_reason"] == "stop" and "max_tokens" in call["settings"]
-    assert len(prefixes) == 2  # one shared prefix per side (crewmates', impostors')
+    # one shared prefix per side (crewmates', impostors') and prefix group (decide, talk,
+    # look): at most 6, whichever groups the short game called
+    assert 2 <= len(prefixes) <= 6
     for sha, text in stored.items():
         assert not PICTURE_WORDS.search(text), sha
     size = sum(p.stat().st_size for p in folder.glob("*.txt"))
@@ -129,9 +136,10 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
 def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
     tmp_path: Path,
 ) -> None:
-    """Every call of a game holds the rules, each room's connections, the state view and
-    its one answer format exactly once; a crewmate's calls name no impostor-only field or
-    module (the private `intent`, KILL, the witness scan)."""
+    """Every call of a game holds its prefix group's sections (`PREFIX_GROUPS`: the rules,
+    each room's connections, how answers are read), the state view and its one answer
+    format exactly once, and no section of another group; a crewmate's calls name no
+    impostor-only field or module (the private `intent`, KILL, the witness scan)."""
     base = tmp_path
     for seed in range(1, 12):  # the first seed whose game holds a meeting
         config = resolve_config(
@@ -165,10 +173,19 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
             whole = "\n".join(parts)
             role = roles[d.agent]
             purposes[role].add(call["purpose"])
-            for section in ("## Players and sides", "## The map", "## How to answer"):
-                assert whole.count(section) == 1, (call["purpose"], section)
+            group = PREFIX_GROUPS[call["purpose"]]
+            sections = {
+                "## Rules": group != "look",
+                "## Players\n": group == "look",
+                "## The map": group == "decide",
+                "## How to answer": True,
+                "## Conduct": group != "look",
+            }
+            for section, held in sections.items():
+                assert whole.count(section) == int(held), (call["purpose"], section)
             for room, near in rooms.items():
-                assert whole.count(f"- {room}: {', '.join(near)}") == 1, room
+                line = f"- {room}: {', '.join(near)}"
+                assert whole.count(line) == int(group == "decide"), room
             assert whole.count("Answer as JSON") == 1, call["purpose"]
             assert whole.count(f"You are {d.agent.capitalize()}, a") == 1
             assert "Map (room: connected rooms)" not in whole

@@ -1,0 +1,75 @@
+"""The dry-run's estimate rests on measured figures and agrees with a measured game."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import harness_aria.registration  # noqa: F401  (registers the `aria` agent kind)
+from controller.cli import main, play_game
+from controller.events import Decision, GameStart, read_events
+from controller.tournament.estimate import arm_estimate, load_figures
+from controller.tournament.spec import expand_arms, load_spec
+from world.spec import load_map
+
+RQ1 = Path(__file__).resolve().parents[2] / "configs" / "experiments" / "rq1.yaml"
+
+
+def _measured_tokens_per_game(run: Path, image_tokens: int, steps: int) -> float:
+    """A played game's input tokens (the calls' `tokens_in` plus each frame at the model's
+    size), scaled to the step budget as the figures are."""
+    tokens, last = 0.0, 0
+    for ev in read_events(run / "events.jsonl"):
+        last = max(last, ev.step)
+        if isinstance(ev, Decision):
+            for call in ev.calls:
+                tokens += int(call.get("tokens_in", 0))
+                tokens += image_tokens if (call.get("sent") or {}).get("image_sha256") else 0
+    return tokens * steps / (last + 1)
+
+
+def test_dry_run_of_rq1_agrees_with_a_measured_fake_world_paper_game(tmp_path: Path) -> None:
+    spec = load_spec(RQ1)
+    figures = load_figures()
+    assert figures is not None
+    arm = next(a for a in expand_arms(spec) if a.name.startswith("gpt-4.1-mini-crew=win-rea"))
+    est = arm_estimate(arm, 1, spec.estimate, figures, spec.world)
+    # The same arm played on the fake world with the fake backend (a seed the figures
+    # were not measured on); the fake counts characters / 4, as the figures do.
+    sides = {
+        name: side.model_copy(update={"args": {**side.args, "backend": "fake"}})
+        for name, side in (("crew", arm.config.crew), ("impostor", arm.config.impostor))
+    }
+    config = arm.config.model_copy(update={"seed": 7, "frames": "jpg", **sides})
+    play_game(config, load_map("skeld"), "fake", tmp_path)
+    start = next(e for e in read_events(tmp_path / "events.jsonl") if isinstance(e, GameStart))
+    assert start.preset == "paper"
+    measured = _measured_tokens_per_game(
+        tmp_path, figures["image_tokens"]["gpt-4.1-mini"], arm.config.rules.max_steps
+    )
+    assert est.tokens_in == pytest.approx(measured, rel=0.25), (est.tokens_in, measured)
+
+
+def test_dry_run_shows_decisions_per_game_and_wall_time(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["tournament", str(RQ1), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "decisions/game" in out and "token_figures.json" in out
+    total = next(line for line in out.splitlines() if line.startswith("total"))
+    assert "at 1 worker(s)" in total and "$" in total
+    assert "a game" in out.splitlines()[3]
+
+
+def test_an_unpriced_model_stays_unknown_with_measured_figures() -> None:
+    spec = load_spec(RQ1)
+    arm = expand_arms(spec)[0]
+    crew = arm.config.crew.model_copy(
+        update={"args": {**arm.config.crew.args, "backend": "openai:no-such-model"}}
+    )
+    mystery = arm.model_copy(update={"config": arm.config.model_copy(update={"crew": crew})})
+    e = arm_estimate(mystery, 3, spec.estimate)
+    assert e.cost_usd is None and e.unknown_prices == ("openai:no-such-model",)
+    assert e.known_cost_usd > 0 and e.tokens_in > 0
+    assert any("frames counted at gpt-4.1-mini" in n for n in e.notes)
