@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal
@@ -454,34 +455,9 @@ Event = Annotated[
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 KNOWN_KINDS: frozenset[str] = frozenset(
-    m.model_fields["kind"].default
-    for m in (
-        GameStart,
-        StepStart,
-        Positions,
-        Trace,
-        Visibility,
-        Decision,
-        Continuation,
-        ProgramRun,
-        Kill,
-        ActionRejected,
-        TaskStart,
-        TaskInterrupted,
-        TaskDone,
-        Report,
-        Emergency,
-        MeetingStart,
-        Speech,
-        Vote,
-        MeetingEnd,
-        Eject,
-        ServerMessage,
-        Disconnect,
-        Reconnect,
-        GameEnd,
-    )
+    m.model_fields["kind"].default for m in typing.get_args(typing.get_args(Event)[0])
 )
+"""Every event kind of this schema, read off the `Event` union."""
 
 
 class LogVersionError(ValueError):
@@ -493,10 +469,12 @@ class LogExistsError(FileExistsError):
 
 
 class EventLog:
-    """Appends events to `events.jsonl`, one line each, flushed and fsynced per step.
+    """Appends events to `events.jsonl`, one line each.
 
-    Each line is written whole and flushed at once, so a crash loses at most the
-    event being written.
+    Each line is written whole and flushed at once, so a crash of the program loses at
+    most the event being written; the session forces the file onto the disk at the end
+    of every step (`Session.end_step` calls `sync`), so a crash of the machine loses at
+    most the step in progress.
     """
 
     def __init__(self, path: Path, game_id: str) -> None:

@@ -61,6 +61,10 @@ def run_batch(
     report = s.world.run_programs(programs, s.config.step_timeout_ms, arbiter, interval, sink)
     if report.clock_stalls:
         s.flags.add("clock_stall")
+    if any(o.reason.startswith("wall guard") for o in report.outcomes.values()):
+        # A program was ended by wall time, not by the game clock: its step was
+        # shorter in game time than the rules say.
+        s.flags.add("wall_guard")
     if arbiter is not None:
         _judge_late(s, report, arbiter)
     s.engine.set_tick(report.tick)

@@ -182,6 +182,7 @@ class _Audit:
         self._check_setup()
         self._check_tick_order()
         self._check_record()
+        self._check_step_deadlines()
         for i, ev in enumerate(self.events):
             self._dead_acting(ev)
             if isinstance(ev, Kill):
@@ -243,6 +244,34 @@ class _Audit:
                     f"{m.agent}'s {m.what} at tick {m.tick} is {m.distance:.2f} "
                     "blocks from its pose sample at that tick",
                 )
+
+    def _check_step_deadlines(self) -> None:
+        """A program that ran into its step's deadline ended exactly
+        `step_timeout_ms / 50` ticks of game time after its free-roam step began, on
+        either world (the deadline is game time, not wall time), and a reason that names
+        the ticks names those. A shorter step means the clock and the deadline came
+        apart (a wall-time deadline under load); the wall guard (reason `wall guard`)
+        is flagged in `game_end.flags` instead and not checked here."""
+        config = self.start.config if isinstance(self.start.config, dict) else {}
+        timeout_ms = config.get("step_timeout_ms")
+        if not isinstance(timeout_ms, int) or timeout_ms <= 0:
+            return
+        want = timeout_ms // 50
+        began: dict[int, int] = {}
+        for ev in self.events:
+            if isinstance(ev, StepStart) and ev.phase == "free_roam":
+                began[ev.step] = ev.tick
+            elif isinstance(ev, ProgramRun) and ev.status == "timeout" and ev.step in began:
+                if not ev.reason.startswith("step timeout"):
+                    continue
+                lasted = ev.end_tick - began[ev.step]
+                named = ev.reason.removeprefix("step timeout after ").split(" ", 1)[0]
+                if lasted != want or (named.isdigit() and int(named) != want):
+                    self.flag(
+                        ev.step,
+                        f"{ev.agent}'s program timed out {lasted} ticks into the step "
+                        f"({ev.reason!r}); step_timeout_ms={timeout_ms} is {want} ticks",
+                    )
 
     def _check_setup(self) -> None:
         s, r = self.start, self.rules

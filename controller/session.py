@@ -82,7 +82,9 @@ class Session:
     def end_step(self, phase: str, t0: float, t_decided: float, world_ms: float = 0.0) -> None:
         """Close a step: run the step-end hook, then record where its wall time went
         (`t0` and `t_decided` are `time.perf_counter()` readings at its start and once
-        every decision was in)."""
+        every decision was in). The log is forced onto the disk here, so a crash
+        loses at most the step in progress."""
+        self.log.sync()
         self.on_step_end()
         self.timings.append(
             StepTiming(

@@ -633,3 +633,32 @@ def test_a_break_seen_in_the_pose_samples_loses_the_task(tmp_path: Path) -> None
         if ev.kind == "task_interrupted" and ev.agent == agent and ev.tick == tick
     ]
     assert lost and lost[0].reason == "left_station"
+
+
+class WallGuarded(FakeWorld):
+    """Ends one program of the second batch by the wall guard, as a loaded server would."""
+
+    batches = 0
+
+    def run_programs(self, programs: Any, timeout_ms: int, *args: Any, **kw: Any) -> Any:
+        report = super().run_programs(programs, timeout_ms, *args, **kw)
+        self.batches += 1
+        if self.batches != 2 or not report.outcomes:
+            return report
+        agent = sorted(report.outcomes)[0]
+        guarded = report.outcomes[agent].model_copy(
+            update={"status": "timeout", "reason": "wall guard: 16000 ms passed at tick 90 of 160"}
+        )
+        return report.model_copy(update={"outcomes": {**report.outcomes, agent: guarded}})
+
+
+def test_a_program_ended_by_the_wall_guard_flags_the_game(tmp_path: Path) -> None:
+    config = resolve_config(
+        "quick", overrides={"seed": 3, "frames": "off", "rules": {"max_steps": 4}}
+    )
+    play(config, tmp_path / "guarded", world=WallGuarded(ShipGeometry(SPEC)))
+    end = read_events(tmp_path / "guarded" / "events.jsonl")[-1]
+    assert end.kind == "game_end" and "wall_guard" in end.flags
+    play(config, tmp_path / "plain", world=FakeWorld(ShipGeometry(SPEC)))
+    end = read_events(tmp_path / "plain" / "events.jsonl")[-1]
+    assert end.kind == "game_end" and "wall_guard" not in end.flags

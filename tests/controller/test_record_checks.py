@@ -103,6 +103,18 @@ def test_a_batch_running_past_its_meeting_call_is_caught(game: list[Event]) -> N
     assert any("ran on 4 ticks past it" in v for v in log_violations(_swap(game, run, late)))
 
 
+def test_a_step_cut_short_of_its_game_time_deadline_is_caught(game: list[Event]) -> None:
+    # what a wall-time deadline did under CPU load on the real server: the program's
+    # "step timeout" came 80 ticks early (320 of the 400 ticks step_timeout_ms gives)
+    run = next(e for e in game if isinstance(e, ProgramRun) and e.status == "timeout")
+    assert not any("timed out" in v for v in log_violations(game))
+    short = run.model_copy(update={"end_tick": run.end_tick - 80})
+    found = [v for v in log_violations(_swap(game, run, short)) if "timed out" in v]
+    assert found and "timed out 320 ticks into the step" in found[0], found
+    named = run.model_copy(update={"reason": "step timeout after 320 ticks during step 2 (goto)"})
+    assert any("timed out 400 ticks" in v for v in log_violations(_swap(game, run, named)))
+
+
 def test_a_mark_away_from_its_sample_is_caught(game: list[Event]) -> None:
     run = next(
         e
