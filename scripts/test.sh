@@ -11,6 +11,14 @@ if [ "${1:-}" = "--fast" ]; then
   # The fast lane: unit tests only (no Minecraft server), on both cores.
   shift
   "$PY" -m pytest -q -n 2 --ignore=tests/integration "$@"
-else
+elif [ "$#" -gt 0 ]; then
+  # Chosen tests (paths, -k, ...): one run as asked.
   "$PY" -m pytest -q "$@"
+else
+  # Unit tests on both cores, then the integration tests (they share one embedded
+  # server and eight bots, so they run one at a time); both must pass.
+  status=0
+  "$PY" -m pytest -q -n 2 --ignore=tests/integration || status=$?
+  "$PY" -m pytest -q tests/integration || status=$?
+  exit "$status"
 fi
