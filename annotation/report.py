@@ -1,10 +1,10 @@
 """`report.md` and `report.html` from named sections of text, tables, figures and warnings.
 
 A section is a title and a list of blocks. Other analyses add their own sections: pass
-them to `write_report(..., sections)` directly, or define `report_sections(context)`
-returning a list of `Section` in a module of this package whose name starts with
-`audit` or `grounding` (found by `extra_sections`), and `mineamongus analyze` puts them
-after its own.
+them to `write_report(..., sections)` directly, or register a provider, a function
+`(context) -> list[Section]`, under a name with `register_section_provider` (or list its
+`"module:function"` path in `SECTION_PROVIDERS`); `mineamongus analyze` puts the
+sections of every registered provider (`extra_sections`) after its own, in name order.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import html
 import importlib
 import logging
 import math
-import pkgutil
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,13 @@ import pandas as pd
 
 logger = logging.getLogger(__name__)
 
-SECTION_MODULE_PREFIXES = ("audit", "grounding")
-"""Modules of `annotation` searched for a `report_sections(context)` function."""
+SECTION_PROVIDERS: dict[str, str] = {
+    "grounding": "annotation.grounding_metrics:report_sections",
+}
+"""Section providers by name: `"module:function"`, imported when a report is made (so a
+report without a grounding audit never imports it)."""
+
+_REGISTERED: dict[str, Callable[[ReportContext], list[Section]]] = {}
 
 
 @dataclass(frozen=True)
@@ -90,27 +95,36 @@ class ReportContext:
     """The output folder (write figures here)."""
 
 
-def extra_sections(context: ReportContext) -> list[Section]:
-    """Sections from `annotation.audit*` / `annotation.grounding*` modules that define
-    `report_sections(context)`. A provider that raises becomes a section saying so."""
-    import annotation
+def register_section_provider(
+    name: str, provider: Callable[[ReportContext], list[Section]]
+) -> None:
+    """Add (or replace) the report sections provider called `name`."""
+    _REGISTERED[name] = provider
 
+
+def _provider(name: str) -> Callable[[ReportContext], list[Section]]:
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    module, _, function = SECTION_PROVIDERS[name].partition(":")
+    found: Callable[[ReportContext], list[Section]] = getattr(
+        importlib.import_module(module), function
+    )
+    return found
+
+
+def extra_sections(context: ReportContext) -> list[Section]:
+    """The sections of every registered provider, in name order. A provider that fails
+    (to import or to run) becomes a section saying so, never a silent gap."""
     out: list[Section] = []
-    for info in sorted(pkgutil.iter_modules(annotation.__path__), key=lambda m: m.name):
-        if not info.name.startswith(SECTION_MODULE_PREFIXES):
-            continue
-        mod = importlib.import_module(f"annotation.{info.name}")
-        provider = getattr(mod, "report_sections", None)
-        if provider is None:
-            continue
+    for name in sorted({*SECTION_PROVIDERS, *_REGISTERED}):
         try:
-            out.extend(provider(context))
+            out.extend(_provider(name)(context))
         except Exception as exc:  # shown in the report, never silently skipped
-            logger.exception("report section provider %s failed", info.name)
+            logger.exception("report section provider %s failed", name)
             out.append(
                 Section(
-                    f"{info.name} (failed)",
-                    [Warning_(f"annotation.{info.name}.report_sections raised {exc!r}")],
+                    f"{name} (failed)",
+                    [Warning_(f"the report section provider {name!r} raised {exc!r}")],
                 )
             )
     return out

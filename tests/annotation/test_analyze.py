@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import sys
-import types
 from pathlib import Path
 
 import pandas as pd
@@ -178,21 +176,20 @@ def test_labels_keyed_by_a_folder_name_of_two_games_are_refused(tmp_path: Path) 
     assert "agreement" in tables
 
 
-def test_section_providers_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    mod = types.ModuleType("annotation.grounding_fake")
+def test_registered_section_providers_are_called_and_failures_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def sections(context: ReportContext) -> list[Section]:
+        return [Section("Extra", [Text(f"{len(context.folders)} runs")])]
 
-    def report_sections(context: ReportContext) -> list[Section]:
-        return [Section("Grounding", [Text(f"{len(context.folders)} runs")])]
+    def broken(context: ReportContext) -> list[Section]:
+        raise RuntimeError("no audit")
 
-    mod.report_sections = report_sections  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "annotation.grounding_fake", mod)
-    real = report.pkgutil.iter_modules
-
-    def fake_iter(path: object) -> list[object]:
-        found = list(real(path))  # type: ignore[arg-type]
-        return [*found, types.SimpleNamespace(name="grounding_fake")]
-
-    monkeypatch.setattr(report.pkgutil, "iter_modules", fake_iter)
+    monkeypatch.setattr(report, "SECTION_PROVIDERS", {})
+    monkeypatch.setattr(report, "_REGISTERED", {})
+    report.register_section_provider("extra", sections)
+    report.register_section_provider("broken", broken)
     ctx = ReportContext(folders=[tmp_path], games=pd.DataFrame(), out=tmp_path)
-    sections = report.extra_sections(ctx)
-    assert [s.title for s in sections] == ["Grounding"]
+    got = report.extra_sections(ctx)
+    assert [s.title for s in got] == ["broken (failed)", "Extra"]
+    assert "no audit" in str(got[0].blocks[0])
