@@ -112,30 +112,33 @@ def _kill_opportunities(traj: Trajectory, impostor: str) -> int:
     """Ready windows of this impostor's kill cooldown that actually opened.
 
     The cooldown is ready `initial_kill_cooldown_ticks` after the start, then
-    `kill_cooldown_ticks` after each of its kills and after each meeting (as the rules
-    engine resets it). A window counts if it opened before the impostor left play or the
-    game ended; a window that ended with a kill is a used one.
+    `kill_cooldown_ticks` after each of its kills and after each meeting's end, the vote's
+    result (where the rules engine restarts it; `controller.engine`), never the meeting's
+    call. A window counts if it opened before the impostor left play or the game ended; a
+    window that ended with a kill is a used one, a window open when a meeting was called
+    is closed unused.
     """
     rules = traj.config.get("rules", {}) if isinstance(traj.config, dict) else {}
     cooldown = int(rules.get("kill_cooldown_ticks", 0))
     ready = int(rules.get("initial_kill_cooldown_ticks", cooldown))
     stop = traj.gone_tick(impostor)
     stop = traj.end_tick if stop is None else min(stop, traj.end_tick)
+    # (tick, what, the tick the cooldown restarts from)
     marks = sorted(
-        [(k.tick, "kill") for k in traj.kills if k.killer == impostor]
-        + [(m.tick, "meeting") for m in traj.meetings]
+        [(k.tick, "kill", k.tick) for k in traj.kills if k.killer == impostor]
+        + [(m.tick, "meeting", m.tick if m.end_tick is None else m.end_tick) for m in traj.meetings]
     )
     windows = 0
-    for tick, what in marks:
+    for tick, what, restart in marks:
         if tick > stop:
             break
         if what == "kill":
             windows += 1  # the window this kill used
-            ready = tick + cooldown
+            ready = restart + cooldown
         else:
             if ready <= tick:
                 windows += 1  # a window the meeting closed unused
-            ready = max(ready, tick + cooldown)
+            ready = max(ready, restart + cooldown)
     if ready < stop:
         windows += 1  # a window still open, unused, when the impostor or the game stopped
     return windows

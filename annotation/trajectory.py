@@ -220,6 +220,8 @@ class MeetingRecord:
     ejected: str | None = None
     outcome: str = ""
     end_step: int | None = None
+    end_tick: int | None = None
+    """Tick of the vote's result (`meeting_end`): where the engine restarts kill cooldowns."""
 
 
 @dataclass
@@ -716,6 +718,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             current_meeting.ejected = ev.ejected
             current_meeting.outcome = ev.outcome
             current_meeting.end_step = step
+            current_meeting.end_tick = ev.tick
             last_meeting_end_step = step
             last_meeting_end_tick = ev.tick
             current_meeting = None

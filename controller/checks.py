@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import GameConfig
-from controller.events import Decision, Event, GameStart, Kill, read_events
+from controller.events import Decision, Event, GameStart, Kill
 from controller.logcheck import log_violations as log_violations
+from controller.record import read_log
 
 RULE_KINDS = {
     "kill",
@@ -61,9 +62,7 @@ def determinism_check(
     def engine_events(path: Path) -> list[dict[str, Any]]:
         kinds = RULE_KINDS | DETERMINISM_KINDS
         return [
-            ev.model_dump(exclude={"wall", "game_id"})
-            for ev in read_events(path)
-            if ev.kind in kinds
+            ev.model_dump(exclude={"wall", "game_id"}) for ev in read_log(path) if ev.kind in kinds
         ]
 
     a = engine_events(play(config, tmp / "a"))

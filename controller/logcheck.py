@@ -40,8 +40,8 @@ from controller.events import (
     Trace,
     Vec3,
     Vote,
-    read_events,
 )
+from controller.record import read_log
 
 SKIP = "skip"
 """The ballot that votes for nobody; it is a candidate of the plurality."""
@@ -970,7 +970,7 @@ def log_violations(events: list[Event] | str | Path) -> list[str]:
     ejected acts; the ending (derived by `derive_ending`, and nothing happens after
     it). Messages start with the step.
     """
-    evs = read_events(events) if isinstance(events, str | Path) else list(events)
+    evs = read_log(events) if isinstance(events, str | Path) else list(events)
     start = next((e for e in evs if isinstance(e, GameStart)), None)
     if start is None:
         return ["no game_start event"]

@@ -64,9 +64,10 @@ class NotAGameLog(ValueError):
 
 # ---------------------------------------------------------------------- where
 def log_path(run: str | Path) -> Path:
-    """The event log of a run folder (a path to the log itself is returned as is)."""
+    """The event log of a run folder (a path to the log itself, or to any existing file
+    or `*.jsonl` path, is returned as is, so a missing log is named as given)."""
     p = Path(run)
-    return p if p.name == LOG_FILE or p.is_file() else p / LOG_FILE
+    return p if p.name == LOG_FILE or p.suffix == ".jsonl" or p.is_file() else p / LOG_FILE
 
 
 def has_log(folder: str | Path) -> bool:

@@ -21,8 +21,8 @@ from controller.events import (
     MeetingEnd,
     MeetingStart,
     Positions,
-    read_events,
 )
+from controller.record import has_log, read_log
 from controller.worlds.sketch import COLORS, room_color
 from world.geometry import ShipGeometry
 from world.spec import load_map
@@ -239,7 +239,7 @@ def map_frames(events: list[Event], geometry: ShipGeometry) -> list[np.ndarray]:
 
 def map_video(run: Path, out: Path, fps: int = FPS) -> Path:
     """The top-down video of a whole game from its log."""
-    events = read_events(run / "events.jsonl")
+    events = read_log(run)
     start = next((e for e in events if isinstance(e, GameStart)), None)
     if start is None:
         raise ReplayError(f"{run}/events.jsonl has no game_start event")
@@ -299,7 +299,7 @@ def montage(run: Path, step: int | None = None, columns: int = 4) -> Image.Image
 def replay(run: Path, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
     """Write `run/replay/<agent>.mp4`, `run/replay/map.mp4` and `run/replay/montage.png`."""
     say = progress or (lambda _line: None)
-    if not (run / "events.jsonl").exists():
+    if not has_log(run):
         raise ReplayError(f"{run} has no events.jsonl")
     out = run / "replay"
     made: dict[str, Path] = {}

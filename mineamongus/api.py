@@ -17,6 +17,7 @@ from controller.agents.base import Agent
 from controller.config import GameConfig, load_config_file, resolve_config
 from controller.events import Role
 from controller.game import Game, GameResult
+from controller.record import LOG_FILE, SUMMARY_FILE
 from controller.worlds.base import World
 from world.geometry import ShipGeometry
 from world.spec import MapSpec, load_map
@@ -99,7 +100,7 @@ def fresh_folder(out: str | Path | None, seed: int) -> Path:
         if out is not None
         else Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{seed}"
     )
-    for name in ("events.jsonl", "summary.json"):
+    for name in (LOG_FILE, SUMMARY_FILE):
         if (path / name).exists():
             raise FileExistsError(f"{path} already holds a run ({path / name}); choose another")
     return path

@@ -40,6 +40,7 @@ from controller.config import GameConfig
 from controller.events import Event, Positions, Role
 from controller.game import Game, GameResult
 from controller.observation import Observation
+from controller.record import has_log
 from controller.views import Knowledge, StateMode
 from mineamongus.api import ConfigLike, WorldKind, load_config, open_world
 from mineamongus.external import Broker, ExternalAgent, Finished, GameThread, Request
@@ -297,7 +298,7 @@ class MineAmongUsEnv(ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         config = self.config.model_copy(update={"seed": game_seed})
         self._games += 1
         folder = self.root / f"game-{self._games:04d}-seed{game_seed}"
-        while (folder / "events.jsonl").exists():  # a game never appends to a record
+        while has_log(folder):  # a game never appends to a record
             self._games += 1
             folder = self.root / f"game-{self._games:04d}-seed{game_seed}"
         broker = Broker()

@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from annotation.viewer.app import STATIC, create_app
-from controller.record import log_progress
+from controller.record import log_path, log_progress
 from controller.tournament.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 
 LIVE_POLL_S = 1.0
@@ -88,7 +88,7 @@ class StudyRecord:
         return {a.run for e in manifest.games.values() for a in e.attempts}
 
     def _progress_of(self, run: str) -> tuple[int | None, bool]:
-        events = self.study / run / "events.jsonl"
+        events = log_path(self.study / run)
         try:
             st = events.stat()
         except OSError:

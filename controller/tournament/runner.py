@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 from controller.checks import log_violations
+from controller.record import log_path
 from controller.tournament.collect import CollectError, Tables, collect, remove_tables
 from controller.tournament.executors import Executor, Message
 from controller.tournament.manifest import (
@@ -163,7 +164,7 @@ def cleanup_interrupted(out: Path, manifest: Manifest, notify: Notify) -> int:
         if summary is not None and summary.get("status") == "ok":
             attempt.outcome = "done"
             attempt.cost_usd = float(summary.get("cost_usd") or 0.0)
-            attempt.violations = log_violations(out / attempt.run / "events.jsonl")
+            attempt.violations = log_violations(log_path(out / attempt.run))
             entry.status = "done"
         else:
             attempt.outcome = "interrupted"
@@ -303,7 +304,7 @@ class Runner:
         attempt.cost_usd = cost
         if outcome == "done":
             entry.status = "done"
-            attempt.violations = log_violations(folder / "events.jsonl")
+            attempt.violations = log_violations(log_path(folder))
             if attempt.violations:
                 self.notify(
                     f"{entry.key}: the record breaks the rules: {attempt.violations[0]} "

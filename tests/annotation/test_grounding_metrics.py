@@ -253,3 +253,21 @@ def test_tables_are_written_as_csv_and_parquet(tmp_path: Path) -> None:
     assert [p.suffix for p in paths] == [".csv", ".parquet"]
     assert pq.read_table(paths[1]).to_pylist() == [{"a": 1, "b": None}, {"a": 2, "b": 0.5}]
     assert paths[0].read_text().splitlines() == ["a,b", "1,", "2,0.5"]
+
+
+def test_kill_cooldown_restarts_at_the_vote_not_the_call() -> None:
+    """Planted (before: 3 windows): the engine restarts the cooldown (150 ticks) when a
+    meeting ends, so with 300 ticks of talk a window cannot open between meeting 1's end
+    (tick 400) and meeting 2's call (tick 500), nor before pink's ejection at tick 800.
+    Only the window open at the first call (ready at 50, called at 100) counts."""
+    g = GameBuilder(talk_ticks=100, specs={"pink": {"kind": "aria", "backend": "openai:m"}})
+    g.free_roam({"red": ["admin"]}, emergency="red")
+    g.talk([("red", "."), ("green", "."), ("pink", ".")])
+    g.vote({"red": "skip", "green": "skip", "pink": "skip"})
+    g.free_roam({"green": ["admin"]}, emergency="green")
+    g.talk([("red", "."), ("green", "."), ("pink", ".")])
+    g.vote({"red": "pink", "green": "pink", "pink": "red"}, ejected="pink")
+    t = build_trajectory(g.end(winner="crew", ending="impostors_ejected"))
+    assert [(m.tick, m.end_tick) for m in t.meetings] == [(100, 400), (500, 800)]
+    rows = {(r.metric, r.role): (r.numerator, r.denominator) for r in game_metrics(t, []).rows}
+    assert rows[("cooldown_utilization", "impostor")] == (0, 1)
