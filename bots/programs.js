@@ -482,8 +482,12 @@ class ProgramRunner {
     // guard, far beyond it, ends a program whose clock has stopped (no bot simulating).
     const limit = Math.max(1, Math.floor(timeoutMs / TICK_MS))
     const deadline = outcome.start_tick + limit
+    // At the deadline the bot stops at once (as a cancel does), and its program ends on
+    // the deadline's tick even if the clock moves on while the steps unwind.
     gameClock.until(deadline).then(() => {
-      if (!ac.signal.aborted) ac.abort(Object.assign(new Error(`step timeout after ${limit} ticks`), { kind: 'timeout' }))
+      if (ac.signal.aborted) return
+      ac.abort(Object.assign(new Error(`step timeout after ${limit} ticks`), { kind: 'timeout', tick: tick() }))
+      stopBot(bot)
     })
     const timer = setTimeout(() => {
       const msg = `wall guard: ${guardMs} ms passed at tick ${tick() - outcome.start_tick} of ${limit}`
@@ -507,6 +511,7 @@ class ProgramRunner {
       if (abortKind === 'timeout') {
         outcome.status = 'timeout'
         outcome.reason = `${ac.signal.reason.message}${at}`
+        if (typeof ac.signal.reason.tick === 'number') outcome.end_tick = ac.signal.reason.tick
       } else if (abortKind === 'cancelled') {
         outcome.status = 'cancelled'
         outcome.reason = ac.signal.reason.message
@@ -523,7 +528,10 @@ class ProgramRunner {
         outcome.reason = `internal error in step ${current}: ${err && err.message}`
       }
     } finally {
-      if (outcome.status !== 'cancelled') outcome.end_tick = tick()
+      // A cancel and a game-time deadline end on their own tick; anything else now.
+      const stamped = ac.signal.aborted && typeof ac.signal.reason?.tick === 'number' &&
+        (outcome.status === 'cancelled' || outcome.status === 'timeout')
+      if (!stamped) outcome.end_tick = tick()
       clearTimeout(timer)
       agent.removeListener('gone', onGone)
       if (!ac.signal.aborted) ac.abort(Object.assign(new Error('program ended'), { kind: 'ended' }))
