@@ -14,7 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from controller.agents.registry import AgentKindError, validate_args
+from controller.agents.registry import AgentKindError, translate_side, validate_args
+from controller.rules import RulesConfig as RulesConfig
 
 PRESETS = ("quick", "paper")
 
@@ -27,69 +28,6 @@ class ConfigError(ValueError):
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RulesConfig(_Frozen):
-    """The rules the engine enforces. Ticks are 1/20 s."""
-
-    n_players: int = Field(default=8, ge=3, le=8)
-    """Number of seats in the game (each gets one of the eight colours)."""
-    n_impostors: int = Field(default=2, ge=1)
-    """How many seats are impostors; must leave more crewmates than impostors."""
-    kill_range: float = Field(default=3.0, gt=0)
-    """Largest killer-to-victim distance (blocks) at which a kill lands."""
-    kill_cooldown_ticks: int = Field(default=240, ge=0)
-    """Ticks an impostor must wait after a kill (and after each meeting) before the next."""
-    initial_kill_cooldown_ticks: int = Field(default=100, ge=0)
-    """Ticks from the start of the game before the first kill is allowed."""
-    kill_defer_distance: float = Field(default=10.0, gt=0)
-    """Leash of every `kill` program (blocks): its approach gives up, and the program
-    fails saying so, once the target is farther than this from where the approach began;
-    a strike never lands far from the place the killer judged safe."""
-    report_range: float = Field(default=2.0, gt=0)
-    """Largest distance (blocks) from a body at which it can be reported."""
-    button_range: float = Field(default=2.5, gt=0)
-    """Largest distance (blocks) from the emergency button at which it can be pressed."""
-    station_range: float = Field(default=1.5, gt=0)
-    """Largest distance (blocks) from a station's centre that counts as standing at it."""
-    task_ticks: int = Field(default=40, ge=0)
-    """Ticks a crewmate must stand at a station for its task to complete."""
-    tasks_per_crewmate: int = Field(default=3, ge=1)
-    """Distinct stations assigned to each crewmate."""
-    emergency_initial_lockout_ticks: int = Field(default=300, ge=0)
-    """Ticks from the start of the game during which the emergency button is locked."""
-    emergency_lockout_after_meeting_ticks: int = Field(default=200, ge=0)
-    """Ticks after each meeting during which the emergency button is locked."""
-    emergency_per_player: int = Field(default=1, ge=0)
-    """How many emergency meetings each player may call in one game."""
-    max_utterances: int = Field(default=3, ge=1)
-    """Most times one player may speak in one meeting."""
-    meeting_max_ticks: int = Field(default=2400, ge=1)
-    """Talk time of a meeting (game ticks from its call); when it is used up the meeting
-    goes to the vote. Talk turns spend it (`talk_ticks_per_utterance`, `_per_pass`)."""
-    talk_ticks_per_utterance: int = Field(default=100, ge=0)
-    """Game ticks one spoken line costs. The reference's 6000-tick meeting holds 8
-    players x 3 utterances, 250 ticks a line (the paper preset); the quick preset's
-    2400-tick meeting gives 100."""
-    talk_ticks_per_pass: int = Field(default=20, ge=0)
-    """Game ticks a pass or a failed talk turn costs (a fifth of a line)."""
-    vision_radius: float = Field(default=12.0, gt=0)
-    """How far (blocks) a player can see another player or a body, line of sight permitting."""
-    max_steps: int = Field(default=120, ge=1)
-    """Step budget; when it is exceeded the game ends with the `timeout` ending."""
-    timeout_winner: Literal["impostors", "crew"] = "impostors"
-    """Who wins the `timeout` ending (the reference code scores it for the impostors)."""
-    confirm_ejects: bool = False
-    """Whether the server announces the role of an ejected player."""
-
-    @model_validator(mode="after")
-    def _crew_outnumbers(self) -> RulesConfig:
-        if self.n_impostors * 2 >= self.n_players:
-            raise ValueError(
-                f"rules.n_impostors={self.n_impostors} leaves too few crewmates for "
-                f"rules.n_players={self.n_players}; use fewer impostors than half the seats"
-            )
-        return self
 
 
 class ServerConfig(_Frozen):
@@ -116,11 +54,6 @@ class ServerConfig(_Frozen):
         return host, int(port)
 
 
-LEGACY_SIDE_FIELDS = ("backend", "base_url", "text_only", "spec", "settings")
-"""Side fields of the older form (`crew: {backend: openai:MODEL, spec: {...}}`); they are
-moved into `args` of the `aria` kind (`backend: scripted` selects the `scripted` kind)."""
-
-
 class SideConfig(_Frozen):
     """Who plays one side (all crewmates, or all impostors): an agent kind and its args."""
 
@@ -128,28 +61,23 @@ class SideConfig(_Frozen):
     """The agent kind (`scripted`, `aria`, or one a plugin registers; see
     `controller.agents.registry`)."""
     args: dict[str, Any] = Field(default_factory=dict)
-    """The kind's arguments, validated by the kind (e.g. for `aria`: backend, base_url,
-    text_only, spec, settings, temperature, max_tokens, seed, reasoning_effort,
-    image_detail); the resolved config holds them with every default filled in."""
+    """The kind's arguments, validated by the kind (`docs/aria.md` lists those of `aria`);
+    the resolved config holds them with every default filled in."""
 
     @model_validator(mode="before")
     @classmethod
-    def _translate_legacy(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not any(k in data for k in LEGACY_SIDE_FIELDS):
-            return data
-        data = dict(data)
-        args = dict(data.get("args") or {})
-        for key in LEGACY_SIDE_FIELDS:
-            if key in data:
-                args[key] = data.pop(key)
-        backend = args.get("backend")
-        if backend == "scripted":
-            data["agent"] = "scripted"
-            args = {}
-        elif backend is not None:
-            data["agent"] = "aria"
-        data["args"] = args
+    def _own_form(cls, data: Any) -> Any:
+        # A side written in a harness's own form (ARIA's older flat form, `crew: {backend:
+        # openai:MODEL, spec: {...}}`) is translated by the side format that harness
+        # registers; the controller knows no harness's field names.
+        if isinstance(data, dict) and set(data) - set(cls.model_fields):
+            return translate_side(data)
         return data
+
+
+class SeatConfig(SideConfig):
+    """Who plays one seat, over its side's kind: an agent kind and its args (see
+    `GameConfig.seats`)."""
 
 
 class GameConfig(_Frozen):
@@ -166,6 +94,12 @@ class GameConfig(_Frozen):
     """Who plays the crewmates."""
     impostor: SideConfig = SideConfig()
     """Who plays the impostors."""
+    seats: dict[str, SeatConfig] = Field(default_factory=dict)
+    """Per-seat overrides of the sides, by seat colour: that seat is played by this
+    agent kind whatever role it draws, the other seats by their side's kind (e.g.
+    `seats: {red: {agent: human}}` seats a person at red beside the models). Each
+    entry's args are validated by its kind, as a side's (errors name
+    `seats.<colour>.args.<field>`); a colour must be one of the game's seats."""
     rules: RulesConfig = RulesConfig()
     """The rules."""
     server: ServerConfig = ServerConfig()
@@ -262,4 +196,28 @@ def resolve_config(
         except AgentKindError as exc:
             raise ConfigError(f"invalid configuration:\n  {exc}") from exc
         sides[name] = side.model_copy(update={"args": args.model_dump(mode="json")})
-    return config.model_copy(update=sides)
+    return config.model_copy(update={**sides, "seats": _resolve_seats(config)})
+
+
+def _resolve_seats(config: GameConfig) -> dict[str, SeatConfig]:
+    """The per-seat overrides with their kinds' args validated and defaults filled in.
+
+    Raises:
+        ConfigError: A colour that is no seat of the game, or args the kind refuses.
+    """
+    ids = config.agent_ids()
+    out: dict[str, SeatConfig] = {}
+    for colour, seat in config.seats.items():
+        where = f"seats.{colour}"
+        if colour not in ids:
+            raise ConfigError(
+                f"invalid configuration:\n  {where}: no seat has the colour {colour!r}; "
+                f"the seats are {', '.join(ids)} (the first `rules.n_players` of `colors`), "
+                f"so key the override by one of them (e.g. seats: {{{ids[0]}: {{agent: human}}}})"
+            )
+        try:
+            args = validate_args(seat.agent, seat.args, where)
+        except AgentKindError as exc:
+            raise ConfigError(f"invalid configuration:\n  {exc}") from exc
+        out[colour] = seat.model_copy(update={"args": args.model_dump(mode="json")})
+    return out

@@ -2,7 +2,7 @@
 
 Kinds come from `controller.agents.registry` (the controller never imports a harness);
 each side gets one factory, so a side's agents share what its kind shares (one backend,
-one connection pool, one prompt store).
+one connection pool, one prompt store); a seat named in `config.seats` gets its own.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ def check_sides(config: GameConfig) -> None:
         side = getattr(config, name)
         kind = get_kind(side.agent, f"{name}.agent")
         kind.check(kind.parse_args(side.args), name)
+    for colour, seat in config.seats.items():
+        kind = get_kind(seat.agent, f"seats.{colour}.agent")
+        kind.check(kind.parse_args(seat.args), f"seats.{colour}")
 
 
 def agent_factory(
@@ -43,13 +46,17 @@ def agent_factory(
 
     def make(agent_id: str, role: Role) -> Agent:
         name = "crew" if role == "crewmate" else "impostor"
-        if name not in factories:
-            side = getattr(config, name)
-            kind = get_kind(side.agent, f"{name}.agent")
+        # A seat of `config.seats` gets a factory of its own (told the side its role
+        # drew); the side's other seats share the side's.
+        override = config.seats.get(agent_id)
+        key = f"seats.{agent_id}" if override is not None else name
+        if key not in factories:
+            side = override if override is not None else getattr(config, name)
+            kind = get_kind(side.agent, f"{key}.agent")
             context = SideContext(
                 side=name, rules=config.rules, seed=config.seed, geometry=geometry, run_dir=run_dir
             )
-            factories[name] = kind.side(kind.parse_args(side.args), context)
-        return factories[name](agent_id)
+            factories[key] = kind.side(kind.parse_args(side.args), context)
+        return factories[key](agent_id)
 
     return make

@@ -1,9 +1,12 @@
-"""Registers the `aria` agent kind with the controller's agent registry.
+"""Registers the `aria` agent kind and ARIA's side format with the controller's registry.
 
-Imported by the CLI (and named as the `mineamongus.agents` entry point), so the
-controller itself never imports the harness. A side configured as
-`{agent: aria, args: {...}}` is validated by `AriaArgs` (errors name the field, e.g.
-`crew.args.temperature`) and played by `AriaAgent`s sharing one backend per side.
+Named as the `mineamongus.agents` entry point, so the controller itself never imports
+the harness. A side configured as `{agent: aria, args: {...}}` is validated by
+`AriaArgs` (errors name the field, e.g. `crew.args.temperature`) and played by
+`AriaAgent`s sharing one backend per side; the kind describes itself (`facts`) and
+prices its calls (`price`) for the tournament's estimates. `AriaSideFormat` reads the
+older flat side form (`crew: {backend: openai:MODEL, spec: {...}}`) and applies
+`mineamongus play`'s side flags (`--crew`, `--base-url`, `--text-only`, `--ablation`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from controller.agents.base import Agent
-from controller.agents.registry import AgentKindError, SideContext, SideFactory, register
+from controller.agents.registry import (
+    AgentKindError,
+    KindFacts,
+    PlayFlags,
+    Price,
+    SideContext,
+    SideFactory,
+    register,
+    register_side_format,
+)
+from controller.config import ConfigError
 from harness_aria.agent import AriaAgent
 from harness_aria.backends.base import Backend, CredentialsError
 from harness_aria.backends.fake import FakeBackend
@@ -24,11 +37,12 @@ from harness_aria.backends.settings import (
     ImageDetail,
     ModelSettings,
     ReasoningEffort,
+    price_for,
 )
 from harness_aria.calls import CallSetup, HarnessedBackend, PromptStore
 from harness_aria.fake_answers import answer
 from harness_aria.prompts import shared_prefixes
-from harness_aria.spec import AriaSpec
+from harness_aria.spec import AblationError, AriaSpec, apply_ablations
 
 
 class AriaArgs(BaseModel):
@@ -68,8 +82,14 @@ class AriaArgs(BaseModel):
     @field_validator("backend")
     @classmethod
     def _known_address(cls, value: str) -> str:
-        if value != "scripted":
-            parse_address(value)
+        if value == "scripted":
+            # `scripted` is an agent kind (no model), not a model backend; taking it here
+            # would build an ARIA agent around an address no backend answers.
+            raise ValueError(
+                "`scripted` is not a model backend of the `aria` agent kind; for the "
+                "rule-based control agent set the side's `agent: scripted` (no args)"
+            )
+        parse_address(value)
         return value
 
     def model_settings(self) -> ModelSettings:
@@ -116,6 +136,24 @@ class AriaKind:
         except (CredentialsError, ValueError) as exc:
             raise AgentKindError(f"{side}.args.backend: {exc}") from exc
 
+    def facts(self, args: BaseModel) -> KindFacts:
+        """The backend address, its model, whether it bills (not the offline fake) and
+        the spec as the side's axes."""
+        assert isinstance(args, AriaArgs)
+        address = parse_address(args.backend)
+        return KindFacts(
+            backend=args.backend,
+            model=address.model or None,
+            billed=address.provider != "fake",
+            text_only=args.text_only,
+            axes=args.spec.model_dump(),
+        )
+
+    def price(self, args: BaseModel) -> Price | None:
+        """The model's list price from the side's price table (None: unknown)."""
+        assert isinstance(args, AriaArgs)
+        return price_for(parse_address(args.backend).model, args.settings.prices)
+
     def side(self, args: BaseModel, context: SideContext) -> SideFactory:
         """ARIA agents sharing one backend, one shared prompt prefix and one prompt store."""
         assert isinstance(args, AriaArgs)
@@ -149,10 +187,81 @@ class AriaKind:
         return make
 
 
+FLAT_SIDE_FIELDS = ("backend", "base_url", "text_only", "spec", "settings")
+"""Side fields of the older flat form (`crew: {backend: openai:MODEL, spec: {...}}`); they
+are moved into `args` of the `aria` kind (`backend: scripted` selects the `scripted`
+kind)."""
+SIDES = ("crew", "impostor")
+
+
+class AriaSideFormat:
+    """ARIA's older flat side form and `mineamongus play`'s side flags."""
+
+    def translate(self, side: Mapping[str, Any]) -> dict[str, Any]:
+        """Move the flat fields into `args`; `backend` picks the kind."""
+        data = dict(side)
+        if not any(k in data for k in FLAT_SIDE_FIELDS):
+            return data
+        args = dict(data.get("args") or {})
+        for key in FLAT_SIDE_FIELDS:
+            if key in data:
+                args[key] = data.pop(key)
+        backend = args.get("backend")
+        if backend == "scripted":
+            data["agent"] = "scripted"
+            args = {}
+        elif backend is not None:
+            data["agent"] = KIND.name
+        data["args"] = args
+        return data
+
+    def flag_side(self, address: str) -> dict[str, Any]:
+        """`--crew ADDRESS`: the flat `backend` field (`scripted` is the control agent)."""
+        return {"backend": address}
+
+    def apply_flags(
+        self, sides: Mapping[str, tuple[str, Mapping[str, Any]]], flags: PlayFlags
+    ) -> dict[str, dict[str, Any]]:
+        """`--text-only`, `--base-url` and `--ablation` for the sides ARIA plays.
+
+        Raises:
+            ConfigError: `--text-only` names a side no model plays.
+            AblationError: A bad `--ablation`, or one for a side no model plays.
+        """
+        out: dict[str, dict[str, Any]] = {s: {} for s in SIDES}
+        aria = {s for s in SIDES if sides[s][0] == KIND.name}
+        # `--text-only` alone (both) applies to every side that plays a model, as it always
+        # did; naming a side that plays none is an error.
+        text_only = {"both": aria, None: set()}.get(flags.text_only, {flags.text_only})
+        if flags.text_only is not None and not text_only:
+            raise ConfigError(f"--text-only {flags.text_only}: no side plays a model")
+        for side in text_only:
+            if side not in aria:
+                raise ConfigError(f"--text-only {flags.text_only}: the {side} side plays no model")
+            out[str(side)]["text_only"] = True
+        for side in aria:
+            if flags.base_url is not None:
+                out[side]["base_url"] = flags.base_url
+        specs = {
+            s: AriaSpec.model_validate(sides[s][1]["spec"]) if s in aria else AriaSpec()
+            for s in SIDES
+        }
+        crew, impostor = apply_ablations(specs["crew"], specs["impostor"], list(flags.ablations))
+        for side, spec in (("crew", crew), ("impostor", impostor)):
+            if side in aria:
+                out[side]["spec"] = spec.model_dump()
+            elif spec != specs[side]:
+                raise AblationError(f"--ablation: the {side} side plays no model (it is scripted)")
+        return out
+
+
 def register_kinds() -> None:
-    """Register `aria` (idempotent; the entry point of `mineamongus.agents`)."""
+    """Register `aria` and its side format (idempotent; the entry point of
+    `mineamongus.agents`)."""
     register(KIND)
+    register_side_format(SIDE_FORMAT)
 
 
 KIND = AriaKind()
+SIDE_FORMAT = AriaSideFormat()
 register_kinds()

@@ -6,10 +6,12 @@ import mineamongus
 result = mineamongus.play({"seed": 1}, world="fake", out="runs/api-1")   # scripted sides
 env = mineamongus.parallel_env(world="fake", render_mode="rgb_array")    # PettingZoo
 aec = mineamongus.env(world="fake")                                      # its AEC form
+study = mineamongus.Study.from_yaml("spec.yaml", out="runs/study").run(workers=2)
 ```
 
 `play` is `mineamongus play` as a function; `parallel_env` and `env` are documented in
-`docs/environment.md` (`mineamongus.environment`: `MineAmongUsEnv`).
+`docs/environment.md` (`mineamongus.environment`: `MineAmongUsEnv`); `Study` is
+`mineamongus tournament` as a class (`mineamongus.study`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from controller.config import GameConfig
 from controller.game import GameResult
 from mineamongus.api import load_config, play
+from mineamongus.study import Study, StudyResult
 
 if TYPE_CHECKING:
     from pettingzoo import AECEnv
@@ -42,4 +45,13 @@ def env(*args: Any, **kwargs: Any) -> AECEnv:
     return make(*args, **kwargs)
 
 
-__all__ = ["GameConfig", "GameResult", "env", "load_config", "parallel_env", "play"]
+__all__ = [
+    "GameConfig",
+    "GameResult",
+    "Study",
+    "StudyResult",
+    "env",
+    "load_config",
+    "parallel_env",
+    "play",
+]

@@ -5,8 +5,15 @@ the kind validates the arguments (errors name the field, e.g. `crew.args.tempera
 checks early what could stop a game before it starts (a missing API key), and builds the
 side's agents. The controller knows only this interface: `scripted` is registered here,
 and other packages register their kinds through the `mineamongus.agents` entry-point group
-(each entry point is a callable that calls `register`) or by importing a registration
-module before a game is configured (the CLI imports `harness_aria.registration`).
+(each entry point is a callable that calls `register`; `controller.plugins` finds them,
+installed or in the checkout) or by importing a registration module before a game is
+configured.
+
+A kind may also describe itself (`facts(args)`: its backend, model and settings) and
+price its calls (`price(args)`), so that estimates and tables never parse its arguments;
+and one harness may register a `SideFormat`: its own older way of writing a side, and
+how `mineamongus play`'s side flags (`--crew`, `--base-url`, `--text-only`,
+`--ablation`) reach its args. The controller knows none of a harness's field names.
 """
 
 from __future__ import annotations
@@ -14,17 +21,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from importlib import metadata
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from controller.agents.base import Agent
+from controller.plugins import entry_points
 
 if TYPE_CHECKING:
-    from controller.config import RulesConfig
+    # The rules live in a module of their own: `controller.config`, which validates its
+    # sides through this registry, is not imported here (no import circle).
+    from controller.rules import RulesConfig
     from world.geometry import ShipGeometry
 
 log = logging.getLogger(__name__)
@@ -104,7 +113,7 @@ def load_plugins() -> None:
         if _plugins_loaded:
             return
         _plugins_loaded = True
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry in entry_points(ENTRY_POINT_GROUP):
         try:
             entry.load()()
         except Exception:  # a broken plugin must not hide the built-in kinds
@@ -149,6 +158,162 @@ def validate_args(name: str, args: Mapping[str, Any], side: str) -> BaseModel:
         raise AgentKindError("; ".join(lines)) from exc
 
 
+@dataclass(frozen=True)
+class KindFacts:
+    """What a side's kind and args say about who plays it (for estimates and tables).
+
+    Attributes:
+        backend: The model backend's address (e.g. `openai:gpt-4.1-mini`), or the kind's
+            name when it calls no model.
+        model: The model's name, or None when the side calls none.
+        billed: Whether its model calls cost money (False: scripted agents, offline fakes).
+        text_only: Whether its model is sent no images.
+        axes: The side's settings as a flat mapping with every default filled in (for
+            `aria`: its spec); compared field by field with measured settings.
+    """
+
+    backend: str
+    model: str | None = None
+    billed: bool = False
+    text_only: bool = False
+    axes: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class DescribedKind(Protocol):
+    """A kind that says what plays (optional; see `side_facts`)."""
+
+    def facts(self, args: BaseModel) -> KindFacts:
+        """The facts of a side with these (validated) args."""
+        ...
+
+
+class Price(Protocol):
+    """The list price of one model (what `PricedKind.price` returns)."""
+
+    def cost(
+        self, *, uncached_in: int, cached_in: int = 0, cache_write_in: int = 0, out: int = 0
+    ) -> float:
+        """Cost in USD of these tokens."""
+        ...
+
+
+@runtime_checkable
+class PricedKind(Protocol):
+    """A kind that prices its model calls (optional; see `side_price`)."""
+
+    def price(self, args: BaseModel) -> Price | None:
+        """The price of the side's model, or None when it is unknown (never taken as $0)."""
+        ...
+
+
+def side_facts(name: str, args: Mapping[str, Any], side: str = "side") -> KindFacts:
+    """The facts of a side played by kind `name` with `args`.
+
+    A kind that does not describe itself is taken as a billed model of unknown price
+    named like the kind, so that its cost shows as unknown rather than $0.
+
+    Raises:
+        AgentKindError: Unknown kind or bad args (naming the field).
+    """
+    kind = get_kind(name, f"{side}.agent")
+    parsed = validate_args(name, args, side)
+    if isinstance(kind, DescribedKind):
+        return kind.facts(parsed)
+    return KindFacts(backend=name, model=name, billed=True)
+
+
+def side_price(name: str, args: Mapping[str, Any], side: str = "side") -> Price | None:
+    """The price of the model a side calls, None when unknown or the kind prices nothing.
+
+    Raises:
+        AgentKindError: Unknown kind or bad args (naming the field).
+    """
+    kind = get_kind(name, f"{side}.agent")
+    parsed = validate_args(name, args, side)
+    return kind.price(parsed) if isinstance(kind, PricedKind) else None
+
+
+@dataclass(frozen=True)
+class PlayFlags:
+    """The side flags of `mineamongus play` that reach the sides' args (None / empty: not
+    given); `--crew` and `--impostor` go through `SideFormat.flag_side`."""
+
+    base_url: str | None = None
+    """`--base-url URL`."""
+    text_only: str | None = None
+    """`--text-only [crew|impostor|both]`."""
+    ablations: tuple[str, ...] = ()
+    """Every `--ablation SIDE.FIELD=VALUE`, in order."""
+
+    def given(self) -> bool:
+        """Whether any of the flags was given."""
+        return self.base_url is not None or self.text_only is not None or bool(self.ablations)
+
+
+class SideFormat(Protocol):
+    """A harness's own way of writing a side, and how `play`'s side flags reach its args.
+
+    One harness registers it (`harness_aria.registration`: the older flat form
+    `crew: {backend: openai:MODEL, spec: {...}}` and the flags of ARIA's sides).
+    """
+
+    def translate(self, side: Mapping[str, Any]) -> dict[str, Any]:
+        """A side as written, with fields beyond `agent` and `args`, in the
+        `{agent, args}` form (fields it does not know are left for the config to refuse)."""
+        ...
+
+    def flag_side(self, address: str) -> dict[str, Any]:
+        """The side `--crew ADDRESS` / `--impostor ADDRESS` names, in a form `translate`
+        reads (deep-merged over the side the presets and the config file give)."""
+        ...
+
+    def apply_flags(
+        self, sides: Mapping[str, tuple[str, Mapping[str, Any]]], flags: PlayFlags
+    ) -> dict[str, dict[str, Any]]:
+        """Per side, what the flags change, in a form `translate` reads.
+
+        Args:
+            sides: Per side (`crew`, `impostor`), its resolved kind and args.
+            flags: The flags given.
+
+        Raises:
+            ValueError: A flag that does not fit the sides (the message names the flag).
+        """
+        ...
+
+
+_side_format: SideFormat | None = None
+
+
+def register_side_format(fmt: SideFormat) -> None:
+    """Register the side format (registering one of the same type again is a no-op).
+
+    Raises:
+        AgentKindError: Another harness's format is registered.
+    """
+    global _side_format
+    with _lock:
+        if _side_format is not None and type(_side_format) is not type(fmt):
+            raise AgentKindError(
+                f"a side format is already registered ({type(_side_format).__qualname__})"
+            )
+        _side_format = fmt
+
+
+def side_format() -> SideFormat | None:
+    """The registered side format, None when no installed harness registers one."""
+    load_plugins()
+    return _side_format
+
+
+def translate_side(side: Mapping[str, Any]) -> dict[str, Any]:
+    """A side written in a harness's own form, in the `{agent, args}` form (as it is when
+    no harness registers a format: the config then names the fields it does not know)."""
+    fmt = side_format()
+    return fmt.translate(side) if fmt is not None else dict(side)
+
+
 class NoArgs(BaseModel):
     """A kind without arguments."""
 
@@ -166,6 +331,10 @@ class ScriptedKind:
 
     def check(self, args: BaseModel, side: str) -> None:
         """Nothing can fail early."""
+
+    def facts(self, args: BaseModel) -> KindFacts:
+        """No model: nothing billed."""
+        return KindFacts(backend=self.name)
 
     def side(self, args: BaseModel, context: SideContext) -> SideFactory:
         """Scripted agents seeded from the game seed."""

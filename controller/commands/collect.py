@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from controller.commands import Command
+
 NAME = "collect"
 
 
@@ -32,3 +34,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{tables.games}: {tables.n_games} row(s)")
     print(f"{tables.seats}: {tables.n_seats} row(s)")
     return 0
+
+
+COMMAND = Command(NAME, add_parser, run)
+"""The entry point of `collect` (group `mineamongus.commands`)."""

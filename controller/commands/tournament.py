@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from controller.commands import Command, start_live_viewer
+
 if TYPE_CHECKING:
     from controller.tournament.executors import Executor
     from controller.tournament.manifest import Manifest
@@ -208,12 +210,11 @@ def run(args: argparse.Namespace) -> int:
         return _err(f"--backend {args.backend}: {exc}")
     viewer = None
     if args.view:
-        # It runs in this process, the games in their own: it reads their folders only.
-        from annotation.viewer.server import ViewerError, start_background
-
+        # The viewer (a hook the annotation package registers) runs in this process, the
+        # games in their own: it reads their folders only.
         try:
-            viewer = start_background(out, port=args.view_port)
-        except ViewerError as exc:
+            viewer = start_live_viewer(out, port=args.view_port)
+        except RuntimeError as exc:
             return _err(f"--view: {exc}")
         notes = [f"viewer: {viewer.url}", *notes]
     try:
@@ -298,3 +299,7 @@ def _run_study(
         file=sys.stderr,
     )
     return result.exit_code
+
+
+COMMAND = Command(NAME, add_parser, run)
+"""The entry point of `tournament` (group `mineamongus.commands`)."""

@@ -12,6 +12,10 @@ Decisions per game are decisions per seat and step times the side's seats times 
 arm's step budget (the preset's `max_steps`). Input tokens are the prompt text plus
 each frame at the model's size (`image_tokens`; text-only sides send none).
 
+What a side plays comes from its agent kind (`controller.agents.registry.side_facts`:
+backend, model, whether it bills, its settings) and what a model costs from the kind's
+price (`side_price`); the estimate never parses a kind's arguments nor imports a harness.
+
 A spec's `estimate` fields, when set, replace the measured figures. A model missing
 from the price table has an unknown cost, shown as unknown and never as $0; a total with
 an unknown part is a lower bound.
@@ -29,11 +33,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from controller.agents.registry import KindFacts, side_facts, side_price
 from controller.config import SideConfig
 from controller.tournament.spec import Arm, ExperimentSpec, TokenEstimate
 
-# Backends that make no billed calls: the scripted control agent and the offline fake.
-_FREE_PREFIXES = ("scripted", "fake")
 BASE_SETTING = "default (RQ1)"
 """The label of the measured RQ1 base in `token_figures.json`."""
 FIGURE_MODEL = "gpt-4.1-mini"
@@ -96,31 +99,18 @@ class ArmEstimate:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _model_of(backend: str) -> str:
-    return backend.split(":", 1)[1] if ":" in backend else backend
+def _facts(side: SideConfig) -> KindFacts:
+    return side_facts(side.agent, side.args)
 
 
 def side_backend(side: SideConfig) -> str:
     """The backend a side's agents call (`scripted` for the control agent)."""
-    if side.agent == "scripted":
-        return "scripted"
-    return str(side.args.get("backend", side.agent))
+    return _facts(side).backend
 
 
-def _price(side: SideConfig, model: str) -> Any:
-    # The price table belongs to the model harness's settings; imported here only, so
-    # that the controller itself never depends on the harness.
-    from harness_aria.backends.settings import BackendSettings, price_for
-
-    settings = BackendSettings.model_validate(side.args.get("settings") or {})
-    return price_for(model, settings.prices)
-
-
-def _full_spec(values: dict[str, Any]) -> dict[str, Any]:
-    from harness_aria.spec import AriaSpec  # the harness's spec, as `_price` above
-
-    known = {k: v for k, v in values.items() if k in AriaSpec.model_fields}
-    return AriaSpec.model_validate(known).model_dump()
+def _full_spec(values: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """`values` over the kind's default settings (fields it does not have are dropped)."""
+    return {**defaults, **{k: v for k, v in values.items() if k in defaults}}
 
 
 def _numbers(side: dict[str, Any]) -> dict[str, float]:
@@ -135,21 +125,25 @@ def _numbers(side: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def measured_side(role: str, spec: dict[str, Any], figures: dict[str, Any]) -> SideFigures:
+def measured_side(
+    role: str, spec: dict[str, Any], figures: dict[str, Any], defaults: dict[str, Any]
+) -> SideFigures:
     """A side's figures for its spec, composed from the measured settings.
 
     Args:
         role: `crewmate` or `impostor`.
-        spec: The side's ARIA spec (any fields; the rest take their defaults).
+        spec: The side's settings (its kind's `axes`; any fields, the rest take their
+            defaults).
         figures: The contents of `token_figures.json`.
+        defaults: The kind's default settings (the `axes` of its default args).
 
     Returns:
         The composed figures, with a note for each field no measured setting covers.
     """
     settings = figures["settings"]
     base_key = "crew" if role == "crewmate" else "impostor"
-    base_spec = _full_spec(figures["rq1_base"][base_key])
-    want = _full_spec(spec)
+    base_spec = _full_spec(figures["rq1_base"][base_key], defaults)
+    want = _full_spec(spec, defaults)
     base = _numbers(settings[BASE_SETTING]["sides"][role])
     est = dict(base)
     notes: list[str] = []
@@ -219,8 +213,9 @@ def side_estimate(
         steps: The game's step budget.
         figures: The measured figures (default: `token_figures.json`).
     """
-    backend = side_backend(side)
-    if backend.split(":", 1)[0] in _FREE_PREFIXES:
+    facts = _facts(side)
+    backend = facts.backend
+    if not facts.billed:  # the scripted control agent, the offline fake
         return SideEstimate(backend, 0.0, 0.0, 0.0)
     figures = figures if figures is not None else load_figures()
     f = _from_spec(est, seats, n_seats, steps)
@@ -231,19 +226,21 @@ def side_estimate(
                 "`python -m benchmarks.aria_tokens --preset paper`, or set the spec's "
                 "`estimate` fields"
             )
-        f = measured_side(role, dict(side.args.get("spec") or {}), figures)
-    model = _model_of(backend)
+        # The kind's defaults fill in the settings the figures' base leaves out.
+        defaults = dict(side_facts(side.agent, {}).axes) if facts.axes else {}
+        f = measured_side(role, dict(facts.axes), figures, defaults)
+    model = facts.model or backend
     notes = list(f.notes)
     image_tokens = figures.get("image_tokens", {}) if figures else {}
     if model not in image_tokens and f.images_per_decision:
         notes.append(f"{model}: frames counted at {FIGURE_MODEL}'s size")
     frame = float(image_tokens.get(model, image_tokens.get(FIGURE_MODEL, 0)))
-    images = 0.0 if side.args.get("text_only") else f.images_per_decision
+    images = 0.0 if facts.text_only else f.images_per_decision
     decisions = f.decisions_per_seat_step * seats * steps
     per_decision = f.text_in_per_decision + images * frame
     tin = decisions * per_decision
     tout = decisions * f.tokens_out_per_decision
-    price = _price(side, model)
+    price = side_price(side.agent, side.args)
     cost: float | None = None
     if price is not None:
         cached = min(tin, decisions * f.cached_in_per_decision)

@@ -74,3 +74,8 @@ def text(answer: dict[str, Any], key: str) -> str:
 def name_of(answer: dict[str, Any], key: str, allowed: list[str]) -> str | None:
     """A player/room name matched leniently against `allowed` (see `AnswerReader.choice`)."""
     return AnswerReader(answer).choice(key, allowed)
+
+
+def station_listing(tk: Toolkit, ids: list[int]) -> str:
+    """`3 in admin; 5 in medbay`: the stations by number and room."""
+    return "; ".join(f"{s} in {tk.geometry.station_room(s)}" for s in ids)

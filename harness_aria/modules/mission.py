@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_aria.modules.base import ModuleResult, failed, planner_target, reader
-from harness_aria.planner.base import station_listing
+from harness_aria.modules.base import (
+    ModuleResult,
+    failed,
+    planner_target,
+    reader,
+    station_listing,
+)
 from harness_aria.toolkit import Choice, Toolkit
 
 

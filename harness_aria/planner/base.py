@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from harness_aria.modules.base import name_of, text
+from harness_aria.modules.base import name_of, station_listing, text
 from harness_aria.toolkit import Choice, Toolkit
 
 
@@ -23,11 +23,6 @@ def stations(tk: Toolkit) -> list[int]:
     if tk.impostor:
         return tk.geometry.station_ids()
     return [s for s in tk.obs.tasks if s not in tk.obs.tasks_done]
-
-
-def station_listing(tk: Toolkit, ids: list[int]) -> str:
-    """`3 in admin; 5 in medbay`: the stations by number and room."""
-    return "; ".join(f"{s} in {tk.geometry.station_room(s)}" for s in ids)
 
 
 def planner_values(tk: Toolkit, allowed: list[str]) -> dict[str, str]:

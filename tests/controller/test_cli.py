@@ -126,3 +126,23 @@ def test_a_negative_seed_is_refused_naming_the_field(
     assert main(_play(tmp_path / "b", "--config", str(config))) == 2
     assert "seed: Input should be greater than or equal to 0" in capsys.readouterr().err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_every_command_is_registered_by_the_package_that_owns_it() -> None:
+    from controller.commands import commands
+
+    owners = {c.name: c.run.__module__ for c in commands()}
+    assert list(owners) == [
+        "play",
+        "replay",
+        "analyze",
+        "annotate",
+        "audit",
+        "collect",
+        "tournament",
+        "view",
+    ]
+    for name in ("play", "replay", "tournament", "collect"):
+        assert owners[name] == f"controller.commands.{name}"
+    for name in ("annotate", "analyze", "audit", "view"):
+        assert owners[name] == f"annotation.commands.{name}"

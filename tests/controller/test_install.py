@@ -79,7 +79,18 @@ def test_the_wheel_holds_every_package_and_data_file(wheel: Path) -> None:
         assert data in names
     assert any(n.startswith("harness_aria/prompts/") and n.endswith(".txt") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "mineamongus = controller.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    text = zipfile.ZipFile(wheel).read(entry).decode()
+    assert "mineamongus = controller.cli:main" in text
+    # Each package's subcommands and hooks, registered through its entry points.
+    for line in (
+        "[mineamongus.commands]",
+        "play = controller.commands.play:COMMAND",
+        "view = annotation.commands.view:COMMAND",
+        "[mineamongus.viewers]",
+        "live = annotation.commands.view:start_live",
+        "aria = harness_aria.registration:register_kinds",
+    ):
+        assert line in text, f"{line!r} missing from {entry}"
 
 
 def test_a_game_plays_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
@@ -110,6 +121,10 @@ def test_a_game_plays_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> N
     site = (venv / "lib").resolve()
     for path in where.split():
         assert Path(path).resolve().is_relative_to(site), f"{path} is not the installed copy"
+    # Outside the checkout, the commands come from the installed entry points alone.
+    helped = _run([str(py), "-m", "controller.cli", "--help"], cwd=work, env=env)
+    listed = "{play,replay,analyze,annotate,audit,collect,tournament,view}"
+    assert listed in helped, helped
     run = tmp_path / "run"
     _run(
         [

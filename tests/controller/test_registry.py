@@ -185,3 +185,25 @@ def test_cli_flags_override_a_new_form_file(tmp_path: Path) -> None:
     args = config.crew.args
     assert args["spec"]["state"] == "ego" and args["spec"]["memory"] == "window"
     assert args["text_only"] is True
+
+
+def test_kinds_describe_and_price_themselves() -> None:
+    from controller.agents.registry import side_facts, side_price
+
+    assert side_facts("scripted", {}).billed is False
+    config = resolve_config(
+        "quick",
+        overrides={"crew": {"backend": "openai:gpt-4.1-mini", "text_only": True}},
+    )
+    facts = side_facts(config.crew.agent, config.crew.args)
+    assert (facts.backend, facts.model, facts.billed, facts.text_only) == (
+        "openai:gpt-4.1-mini",
+        "gpt-4.1-mini",
+        True,
+        True,
+    )
+    assert facts.axes == config.crew.args["spec"]
+    price = side_price(config.crew.agent, config.crew.args)
+    assert price is not None and price.cost(uncached_in=1_000_000) > 0
+    assert side_facts("aria", {"backend": "fake"}).billed is False
+    assert side_price("aria", {"backend": "openai:no-such-model"}) is None

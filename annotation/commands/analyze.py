@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from controller.commands import Command
+
 NAME = "analyze"
 
 
@@ -68,3 +70,7 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+COMMAND = Command(NAME, add_parser, run)
+"""The entry point of `analyze` (group `mineamongus.commands`)."""

@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from controller.commands import Command, LiveViewer
+
 NAME = "view"
 
 
 def add_parser(sub: Any) -> None:
     """Register `view`."""
-    p = sub.add_parser("view", help="watch, replay and label a game in the browser")
+    p = sub.add_parser(NAME, help="watch, replay and label a game in the browser")
     p.add_argument(
         "run",
         type=Path,
@@ -45,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     """Serve the viewer until Ctrl-C."""
     from annotation.viewer.server import DEFAULT_PORT, BackgroundViewer, ViewerError, serve
     from annotation.viewer.study import is_study
+    from controller.record import has_log
 
-    if not (args.run / "events.jsonl").is_file() and not is_study(args.run):
+    if not has_log(args.run) and not is_study(args.run):
         print(
             f"mineamongus: neither {args.run}/events.jsonl nor {args.run}/manifest.json "
             "found; give a game's --out folder or a study folder",
@@ -79,3 +82,19 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     return 0
+
+
+COMMAND = Command(NAME, add_parser, run)
+"""The entry point of `view` (group `mineamongus.commands`)."""
+
+
+def start_live(folder: Path, port: int | None = None) -> LiveViewer:
+    """Serve `folder` (a run or a study being written) from a thread of this process: the
+    live viewer of `play --view` and `tournament --view` (group `mineamongus.viewers`).
+
+    Raises:
+        ViewerError: It could not start (a RuntimeError; the message says why).
+    """
+    from annotation.viewer.server import start_background
+
+    return start_background(folder, port=port)

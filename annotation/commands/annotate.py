@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from controller.commands import Command
+
 NAME = "annotate"
 
 
@@ -133,3 +135,7 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 1 if totals.judge_failed else 0
+
+
+COMMAND = Command(NAME, add_parser, run)
+"""The entry point of `annotate` (group `mineamongus.commands`)."""

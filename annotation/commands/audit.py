@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from controller.commands import Command
+
 NAME = "audit"
 
 
@@ -114,3 +116,7 @@ def run(args: argparse.Namespace) -> int:
     for path in result.files:
         print(f"  {path}")
     return 0
+
+
+COMMAND = Command(NAME, add_parser, run)
+"""The entry point of `audit` (group `mineamongus.commands`)."""

@@ -1,0 +1,305 @@
+"""The page of a human seat (`mineamongus.human`): one self-contained HTML file.
+
+It polls `GET /api/state` (what the seat's state view allows: the frame, the view
+text, the modules with the action mask, each argument's options, the chat, the last
+answer's outcome) and answers with `POST /api/act {"question": ID, "action": {...}}`,
+the action in the environment's form (`mineamongus.spaces`). Every text the game
+supplies is set as text, never as markup (players type the chat). Kept as a Python
+string so that the wheel carries it without a package-data entry.
+
+Element ids a test (or a person's own tooling) can rely on: `#modules
+button[data-module=MOVE]`, the pickers `#target`, `#body`, `#station`, `#room`, the
+line `#text`, the ballot `#ballot button[data-vote=N]`, `#send`, `#last`, `#chat`,
+`#view`, `#frame`; `body` carries `data-ready`, `data-status` (`asking`, `waiting`,
+`over`, `closed`), `data-question`, `data-phase` and `data-step`.
+"""
+
+from __future__ import annotations
+
+PAGE = r"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>MineAmongUs: your seat</title>
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; background: #15171c; color: #e8e8e8; }
+  header { display: flex; gap: 1.5em; align-items: baseline; padding: .6em 1em;
+           background: #23262e; }
+  header h1 { font-size: 1.2em; margin: 0; }
+  #status { font-weight: 600; }
+  body[data-status=asking] #status { color: #ffd54a; }
+  body[data-status=over] #status, body[data-status=closed] #status { color: #9ecbff; }
+  main { display: grid; grid-template-columns: 660px 1fr; gap: 1em; padding: 1em; }
+  #frame { width: 640px; height: 360px; background: #000; display: block; }
+  #view { white-space: pre-wrap; background: #1d2027; padding: .6em; max-height: 420px;
+          overflow: auto; font: 12px/1.35 ui-monospace, monospace; }
+  #modules { display: grid; grid-template-columns: repeat(4, 1fr); gap: .4em; }
+  #modules button { padding: .6em .2em; font-weight: 600; }
+  button { background: #343946; color: #e8e8e8; border: 1px solid #4a5060;
+           border-radius: 4px; cursor: pointer; }
+  button:disabled { opacity: .35; cursor: not-allowed; }
+  button.chosen { background: #3d6bd6; border-color: #6d94ff; }
+  .picker { margin: .6em 0; display: none; }
+  .picker.shown { display: block; }
+  select, textarea { background: #1d2027; color: #e8e8e8; border: 1px solid #4a5060;
+                     width: 100%; padding: .3em; box-sizing: border-box; }
+  textarea { height: 4em; }
+  #ballot { display: flex; flex-wrap: wrap; gap: .3em; }
+  #send { margin-top: .6em; width: 100%; padding: .7em; font-size: 1.05em; }
+  #last { margin-top: .5em; min-height: 1.4em; color: #b8c0cc; }
+  #last.refused { color: #ff8a80; }
+  #chat { list-style: none; padding: 0; max-height: 260px; overflow: auto;
+          background: #1d2027; margin: 0; }
+  #chat li { padding: .15em .5em; }
+  #chat li.server { color: #9ecbff; font-style: italic; }
+  h2 { font-size: 1em; margin: 1em 0 .3em; }
+</style>
+</head>
+<body data-ready="0" data-status="" data-question="" data-phase="" data-step="">
+<header>
+  <h1 id="who">Connecting...</h1>
+  <div id="status"></div>
+  <div id="clock"></div>
+</header>
+<main>
+  <section>
+    <img id="frame" alt="first-person view" hidden>
+    <h2>What you know</h2>
+    <pre id="view"></pre>
+  </section>
+  <section>
+    <h2>Decision module</h2>
+    <div id="modules"></div>
+    <div class="picker" data-for="target"><label>Target <select id="target"></select></label></div>
+    <div class="picker" data-for="body"><label>Body <select id="body"></select></label></div>
+    <div class="picker" data-for="station"><label>Station
+      <select id="station"></select></label></div>
+    <div class="picker" data-for="room"><label>Room <select id="room"></select></label></div>
+    <div class="picker" data-for="text"><label>Your line (empty passes)
+      <textarea id="text" maxlength="256"></textarea></label></div>
+    <div class="picker" data-for="vote"><div>Ballot</div><div id="ballot"></div></div>
+    <button id="send" disabled>Send</button>
+    <div id="last"></div>
+    <h2>Chat</h2>
+    <ol id="chat"></ol>
+  </section>
+</main>
+<script>
+"use strict";
+const token = new URLSearchParams(location.search).get("token") || "";
+const $ = (id) => document.getElementById(id);
+const cap = (s) => s ? s.charAt(0).toUpperCase() + s.slice(1) : "";
+let shown = null;     // id of the question on screen
+let modules = [];     // that question's modules
+let chosen = null;    // the chosen module
+let ballot = null;    // the chosen ballot value
+let chatCount = -1;
+const sent = new Set();  // questions answered from this page
+
+async function api(path, body) {
+  const init = { headers: { "X-Seat-Token": token } };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  return [res.status, await res.json()];
+}
+
+function fill(select, options) {
+  select.replaceChildren();
+  let first = null;
+  for (const o of options) {
+    const opt = document.createElement("option");
+    opt.value = String(o.value);
+    opt.textContent = o.label;
+    opt.disabled = !o.allowed;
+    if (o.allowed && first === null) first = opt.value;
+    select.appendChild(opt);
+  }
+  if (first !== null) select.value = first;
+}
+
+function argumentOf(name) {
+  const m = modules.find((x) => x.name === name);
+  return m ? m.argument : null;
+}
+
+function canSend() {
+  if (shown === null || chosen === null) return false;
+  const arg = argumentOf(chosen);
+  if (arg === "vote") return ballot !== null;
+  if (arg && arg !== "text") return $(arg).value !== "";
+  return true;
+}
+
+function choose(name) {
+  chosen = name;
+  for (const b of $("modules").children) b.classList.toggle("chosen", b.dataset.module === name);
+  const arg = argumentOf(name);
+  for (const p of document.querySelectorAll(".picker")) {
+    p.classList.toggle("shown", p.dataset.for === arg);
+  }
+  if (arg === "text") $("text").focus();
+  $("send").disabled = !canSend();
+}
+
+function showQuestion(q) {
+  shown = q.id;
+  chosen = null;
+  ballot = null;
+  modules = q.modules;
+  document.body.dataset.question = String(q.id);
+  document.body.dataset.phase = q.phase;
+  document.body.dataset.step = String(q.step);
+  $("view").textContent = q.view;
+  const frame = $("frame");
+  if (q.frame) {
+    frame.src = "/api/frame/" + q.id + "?token=" + encodeURIComponent(token);
+    frame.hidden = false;
+  } else {
+    frame.hidden = true;
+    frame.removeAttribute("src");
+  }
+  const box = $("modules");
+  box.replaceChildren();
+  for (const m of q.modules) {
+    const b = document.createElement("button");
+    b.textContent = m.name;
+    b.dataset.module = m.name;
+    b.disabled = !m.allowed;
+    b.addEventListener("click", () => choose(m.name));
+    box.appendChild(b);
+  }
+  for (const key of ["target", "body", "station", "room"]) fill($(key), q.options[key]);
+  const ballotBox = $("ballot");
+  ballotBox.replaceChildren();
+  for (const o of q.options.vote) {
+    const b = document.createElement("button");
+    b.textContent = o.label;
+    b.dataset.vote = String(o.value);
+    b.disabled = !o.allowed;
+    b.addEventListener("click", () => {
+      ballot = o.value;
+      for (const x of ballotBox.children) x.classList.toggle("chosen", x === b);
+      $("send").disabled = !canSend();
+    });
+    ballotBox.appendChild(b);
+  }
+  $("text").value = "";
+  $("text").maxLength = q.max_text;
+  for (const p of document.querySelectorAll(".picker")) p.classList.remove("shown");
+  const allowed = q.modules.filter((m) => m.allowed);
+  if (allowed.length === 1 && (q.phase === "meeting" || q.phase === "voting")) {
+    choose(allowed[0].name);
+  }
+  $("send").disabled = !canSend();
+}
+
+function clearQuestion() {
+  shown = null;
+  chosen = null;
+  document.body.dataset.question = "";
+  for (const b of document.querySelectorAll("#modules button, #ballot button")) b.disabled = true;
+  $("send").disabled = true;
+}
+
+function showChat(lines) {
+  if (lines.length === chatCount) return;
+  chatCount = lines.length;
+  const list = $("chat");
+  list.replaceChildren();
+  for (const c of lines) {
+    const li = document.createElement("li");
+    li.className = c.kind;
+    li.textContent = (c.kind === "speech" ? cap(c.speaker) + ": " : "") + c.text;
+    list.appendChild(li);
+  }
+  list.scrollTop = list.scrollHeight;
+}
+
+function render(s) {
+  document.body.dataset.status = s.status;
+  $("who").textContent = cap(s.seat) + (s.role ? ", " + s.role : "") +
+    (s.teammates.length ? " (fellow impostors: " + s.teammates.map(cap).join(", ") + ")" : "");
+  const last = $("last");
+  if (s.last) {
+    last.textContent = s.last.message;
+    last.classList.toggle("refused", Boolean(s.last.refused));
+  }
+  showChat(s.chat);
+  if (s.status === "over") {
+    const r = s.result;
+    $("status").textContent = r.status === "ok"
+      ? "Game over: " + (r.winner || "nobody") + " won (" + r.ending + ")"
+      : "Game over: invalid (" + r.reason + ")";
+    $("clock").textContent = "";
+    clearQuestion();
+    return;
+  }
+  const q = s.question;
+  if (!q) {
+    $("status").textContent = "Waiting for the game...";
+    $("clock").textContent = "";
+    if (shown !== null) clearQuestion();
+    return;
+  }
+  $("status").textContent = q.phase === "meeting" ? "Your turn to speak"
+    : q.phase === "voting" ? "Cast your vote" : "Your move";
+  $("clock").textContent = q.seconds_left !== undefined
+    ? Math.ceil(q.seconds_left) + " s left" : "";
+  if (sent.has(q.id)) {
+    $("status").textContent = "Sent; waiting for the game...";
+  } else if (q.id !== shown) {
+    showQuestion(q);
+  }
+}
+
+async function send() {
+  if (!canSend()) return;
+  const action = { module: chosen };
+  const arg = argumentOf(chosen);
+  if (arg === "text") action.text = $("text").value;
+  else if (arg === "vote") action.vote = ballot;
+  else if (arg) action[arg] = Number($(arg).value);
+  const question = shown;
+  sent.add(question);
+  clearQuestion();
+  try {
+    const [code, reply] = await api("/api/act", { question, action });
+    $("last").textContent = reply.message;
+    $("last").classList.toggle("refused", code !== 200 || Boolean(reply.refused));
+  } catch (err) {
+    $("last").textContent = "could not send: " + err;
+  }
+}
+
+$("send").addEventListener("click", send);
+for (const key of ["target", "body", "station", "room"]) {
+  $(key).addEventListener("change", () => { $("send").disabled = !canSend(); });
+}
+
+async function poll() {
+  try {
+    const [code, s] = await api("/api/state");
+    if (code !== 200) {
+      $("status").textContent = s.message;
+      document.body.dataset.status = "denied";
+    } else {
+      render(s);
+    }
+    document.body.dataset.ready = "1";
+  } catch (err) {
+    document.body.dataset.status = "closed";
+    $("status").textContent = "The seat's page has closed (the game has ended or stopped).";
+    clearQuestion();
+  }
+  setTimeout(poll, 300);
+}
+poll();
+</script>
+</body>
+</html>
+"""

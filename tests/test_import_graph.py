@@ -1,0 +1,195 @@
+"""The import graph of the project's packages: the controller reaches up to no package
+above it, and no import circle exists anywhere.
+
+Imports are read from the source (`ast`), not by importing: every `import` and `from
+... import` statement counts, at module level, inside `if TYPE_CHECKING:` blocks and
+inside functions. Upward edges are checked over all of them (a lazy import inside a
+function is still a dependency). Circles are checked over the module-level ones,
+type-only included (the imports a module needs to be loaded or type-checked); importing
+`a.b.c` also runs the `__init__` of `a` and `a.b`, so that is an edge too.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("controller", "world", "harness_aria", "annotation", "mineamongus")
+"""The import packages the project ships (pyproject's package discovery)."""
+ABOVE_CONTROLLER = ("harness_aria", "annotation", "mineamongus")
+"""Packages the controller must not import: the harness, the analysis and the facade."""
+SKIP_PARTS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target in one module."""
+
+    target: str
+    """The imported module (for `from m import name`: `m.name` when that is a module)."""
+    line: int
+    module_level: bool
+    """False inside a function (lazy)."""
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the packages, by dotted name (a package by its own name)."""
+    found: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if SKIP_PARTS & set(rel.parts):
+                continue
+            parts = list(rel.with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, is_package: bool) -> list[Import]:
+    """The import statements of one module, each with its absolute target."""
+    out: list[Import] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            lazy = in_function or isinstance(
+                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+            )
+            if isinstance(child, ast.Import):
+                out.extend(Import(a.name, child.lineno, not lazy) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    here = name.split(".") if is_package else name.split(".")[:-1]
+                    here = here[: len(here) - (child.level - 1)]
+                    base = ".".join([*here, *([child.module] if child.module else [])])
+                for alias in child.names:
+                    out.append(Import(f"{base}.{alias.name}", child.lineno, not lazy))
+                    out.append(Import(base, child.lineno, not lazy))
+            visit(child, lazy)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    return out
+
+
+def _resolve(target: str, modules: dict[str, Path]) -> str | None:
+    """The project module an import target loads (its longest known prefix), or None."""
+    while target and target not in modules:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _graph() -> tuple[dict[str, set[str]], dict[str, list[tuple[str, int]]]]:
+    """(module-level edges between project modules, every import of a foreign top package
+    by module as (target, line))."""
+    modules = _modules()
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    every: dict[str, list[tuple[str, int]]] = {m: [] for m in modules}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for imp in _imports(name, path, is_package):
+            every[name].append((imp.target, imp.line))
+            target = _resolve(imp.target, modules)
+            if target is None or not imp.module_level:
+                continue
+            parts = target.split(".")
+            # Loading `a.b.c` runs `a/__init__` and `a/b/__init__` first; a module inside
+            # a package is loaded by its package already, so its own ancestors do not count.
+            for i in range(1, len(parts) + 1):
+                step = ".".join(parts[:i])
+                if step in modules and step != name and not name.startswith(step + "."):
+                    edges[name].add(step)
+    return edges, every
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of two or more modules, each as one circle through it."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group: set[str] = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(_one_circle(sorted(group)[0], group, edges))
+
+    for v in sorted(edges):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def _one_circle(start: str, group: set[str], edges: dict[str, set[str]]) -> list[str]:
+    """A shortest path from `start` back to itself inside `group` (breadth first)."""
+    paths = {w: [start, w] for w in sorted(edges[start] & group)}
+    queue = list(paths)
+    while queue:
+        v = queue.pop(0)
+        if start in edges[v]:
+            return [*paths[v], start]
+        for w in sorted(edges[v] & group):
+            if w not in paths and w != start:
+                paths[w] = [*paths[v], w]
+                queue.append(w)
+    raise AssertionError(f"{start} is in a circle that does not return to it")  # unreachable
+
+
+def test_the_graph_sees_every_module_and_its_imports() -> None:
+    edges, every = _graph()
+    assert {"controller.cli", "controller.commands", "annotation.commands.view"} <= set(edges)
+    # A module-level edge, a type-only edge and a lazy import the walk must find.
+    assert "controller.agents.registry" in edges["controller.config"]
+    assert "controller.rules" in edges["controller.agents.registry"]  # under TYPE_CHECKING
+    lazy = every["annotation.commands.view"]
+    assert any(target.startswith("annotation.viewer.server") for target, _ in lazy)
+
+
+def test_the_controller_imports_nothing_above_it() -> None:
+    _, every = _graph()
+    upward: dict[tuple[str, int], str] = {}
+    for name, imports in sorted(every.items()):
+        if name.split(".")[0] != "controller":
+            continue
+        for target, line in imports:
+            if target.split(".")[0] in ABOVE_CONTROLLER:
+                held = upward.get((name, line))
+                upward[(name, line)] = target if held is None else min(held, target, key=len)
+    listed = [f"{name} line {line}: imports {target}" for (name, line), target in upward.items()]
+    assert not listed, "the controller reaches up (register a hook instead):\n" + "\n".join(
+        sorted(listed)
+    )
+
+
+def test_no_import_circle() -> None:
+    edges, _ = _graph()
+    circles = _circles(edges)
+    assert not circles, "import circles (module-level, type-only included):\n" + "\n".join(
+        " -> ".join(c) for c in circles
+    )
+
+
+def test_a_planted_circle_is_found_and_listed() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(edges) == [["a", "b", "c", "a"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
