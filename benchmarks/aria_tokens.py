@@ -8,10 +8,11 @@ with reflection on, everything else at `AriaSpec`'s defaults) and once per ablat
 - calls per decision (all decisions: free roam, meeting turns and ballots), and calls by
   purpose per decision;
 - input and output tokens per call and per decision;
-- the cacheable share: input a provider would bill as cached (OpenAI: a repeated prefix
-  of the shared prefix plus the call's template of at least 1024 tokens, in 128-token
-  steps; Anthropic: the `cache_control` block, the shared prefix, from the model's
-  minimum: 4096 tokens for claude-haiku-4-5);
+- the cacheable share: input a provider would bill as cached (OpenAI: the longest start
+  of the call's prompt, its texts in the order sent, that an earlier call of the side
+  (shared prefix and template) or of the same agent within `CACHE_WINDOW_STEPS` steps
+  sent exactly, from 1024 tokens in 128-token steps; Anthropic: the `cache_control`
+  block, the shared prefix, from the model's minimum: 4096 tokens for claude-haiku-4-5);
 - the estimated cost of a 200-step paper game on gpt-4.1-mini and claude-haiku-4-5,
   without and with caching (the game's calls scaled to 200 steps).
 
@@ -103,12 +104,31 @@ class Tally:
         return usd * GAME_STEPS / max(1, self.steps)
 
 
-def _text(run: Path, sha: str | None, cache: dict[str, int]) -> int:
+def _read(run: Path, sha: str | None, cache: dict[str, str]) -> str:
     if not sha:
-        return 0
+        return ""
     if sha not in cache:
-        cache[sha] = estimate_tokens((run / "prompts" / f"{sha}.txt").read_text())
+        cache[sha] = (run / "prompts" / f"{sha}.txt").read_text()
     return cache[sha]
+
+
+CACHE_WINDOW_STEPS = 10
+"""How many steps back an earlier call may be and still be in OpenAI's prompt cache:
+the cache keeps a prefix for 5-10 minutes without use (up to an hour off-peak), and a
+paper game's step takes about 11 s at 1.5 s a model call, so 10 steps (about 2 minutes)
+is well inside even the shortest retention."""
+
+
+def _common_chars(a: str, b: str) -> int:
+    """Length of the common start of two texts (a binary search over slice equality)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _openai_cached(prefix_tokens: int) -> int:
@@ -121,8 +141,10 @@ def _openai_cached(prefix_tokens: int) -> int:
 def tally_run(run: Path, tally: Tally, sides: dict[str, Tally] | None = None) -> None:
     """Add one game's decisions and calls to a tally (and, given `sides`, to the tally of
     the deciding agent's role: `crewmate` or `impostor`)."""
-    sizes: dict[str, int] = {}
+    texts: dict[str, str] = {}
     seen_openai: set[tuple[str, str]] = set()
+    recent: dict[str, list[tuple[int, str]]] = {}
+    """Per agent: (step, the call's whole text in the order sent) of its earlier calls."""
     seen_anthropic: set[str] = set()
     steps = 0
     roles: dict[str, str] = {}
@@ -144,15 +166,28 @@ def tally_run(run: Path, tally: Tally, sides: dict[str, Tally] | None = None) ->
             t.decisions += 1
         for call in d.calls:
             sent = call.get("sent") or {}
-            prefix = _text(run, sent.get("prefix_sha256"), sizes)
-            system = _text(run, sent.get("system_sha256"), sizes)
-            user = _text(run, sent.get("user_sha256"), sizes)
+            texts_sent = [
+                _read(run, sent.get(k), texts)
+                for k in ("prefix_sha256", "system_sha256", "user_sha256")
+            ]
+            prefix, system, user = (estimate_tokens(t) for t in texts_sent)
             cached = dict.fromkeys(MODELS, 0)
-            # OpenAI: the prefix and the call's template repeat (same texts, same order).
+            # OpenAI caches the longest start of the prompt (its messages in order, the
+            # frame after the text) that an earlier request sent exactly, from 1024
+            # tokens in 128-token steps: the shared prefix and the call's template
+            # repeat across the side; an agent's own recent calls may repeat more (the
+            # rarely changing start of the user text). Only earlier calls of the same
+            # agent within `CACHE_WINDOW_STEPS` steps are matched beyond the template.
+            whole = "\n".join(texts_sent)
             key = (str(sent.get("prefix_sha256")), str(sent.get("system_sha256")))
-            if key in seen_openai:
-                cached["gpt-4.1-mini"] = _openai_cached(prefix + system)
+            common = prefix + system if key in seen_openai else 0
+            mine = recent.setdefault(d.agent, [])
+            mine[:] = [(s, t) for s, t in mine if s >= d.step - CACHE_WINDOW_STEPS]
+            for _, earlier in mine:
+                common = max(common, estimate_tokens(whole[: _common_chars(whole, earlier)]))
+            cached["gpt-4.1-mini"] = _openai_cached(common)
             seen_openai.add(key)
+            mine.append((d.step, whole))
             # Anthropic: only the `cache_control` block (the shared prefix).
             psha = str(sent.get("prefix_sha256"))
             if psha in seen_anthropic and prefix >= CACHE_MINIMUM_TOKENS["claude-haiku-4-5"]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from controller.agents.base import AgentDecision
 from controller.observation import ChatEntry, Observation, OwnAction
-from controller.views import Knowledge, meeting_summary
+from controller.views import Knowledge
 from harness_aria.backends.base import Backend
 from harness_aria.calls import start_round
 from harness_aria.memory import MEMORIES, Memory
@@ -34,6 +34,7 @@ from harness_aria.planner import HierarchicalPlanner, Planner, ReactivePlanner
 from harness_aria.reflection import MeetingReflection, NoReflection, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
+from harness_aria.view_text import render_view_parts
 from world.geometry import ShipGeometry
 
 CONTINUABLE_OPS = frozenset({"go_to", "use_station", "look"})
@@ -153,7 +154,8 @@ class AriaAgent:
         if self.spec.state == "ego":
             obs = actions_for_view(obs, obs.players)
         self.memory.observe(obs)
-        view_text = self.knowledge.view(obs).to_text()
+        view_head, view_rest = render_view_parts(self.knowledge.view(obs))
+        view_text = view_head + "\n" + view_rest
         tk = Toolkit(
             spec=self.spec,
             backend=self.backend,
@@ -164,6 +166,7 @@ class AriaAgent:
             persona="",
             obs=obs,
             view_text=view_text,
+            view_head=view_head,
             memory=self.memory,
             skills_text=self.reflector.skills_text(),
             plan_text=self.planner.plan_text,
@@ -389,12 +392,12 @@ class AriaAgent:
         if last is None:
             return
         behavior = f"{last.module}: {describe_program(last.actions)}"
-        situation = f"in {last.room} at step {last.step}"
+        situation = f"in {last.room}, step {last.step}"
         outcomes = [
             f"killed {a.target}" for a in obs.own_actions if a.kind == "killed" and a.target
         ]
         outcomes += [
-            f"task at station {a.station} completed"
+            f"task {a.station} done"
             for a in obs.own_actions
             if a.kind == "task_done" and obs.role == "crewmate"
         ]
@@ -424,9 +427,15 @@ class AriaAgent:
 
     def _recap(self, obs: Observation) -> str:
         """The meeting that just ended, for reflection: its whole chat, votes, outcome."""
-        lines = ["The meeting you are reflecting on:"]
-        if obs.past_meetings:
-            lines.append(f"  {meeting_summary(obs.past_meetings[-1])}")
+        # Its caller, outcome and every ballot are the state view's last "Earlier
+        # meetings" line (the same facts); the recap names it rather than repeat it.
+        last = obs.past_meetings[-1] if obs.past_meetings else None
+        lines = [
+            f"The meeting you are reflecting on: #{last.index} (its outcome and votes are "
+            "under Earlier meetings above)."
+            if last is not None
+            else "The meeting you are reflecting on:"
+        ]
         lines.append("Its whole chat:")
         lines += [
             f"  {'[Server]' if c.kind == 'server' else '<' + (c.speaker or '?').capitalize() + '>'}"

@@ -44,7 +44,7 @@ from harness_aria.prompts import COLORS
 _MODULES = re.compile(r"Modules you may choose: ([A-Z, ]+)\.")
 _STATIONS = re.compile(r"Stations you may use: (.+)$", re.M)
 _STATION = re.compile(r"(\d+) in ([a-z0-9_]+)")
-_OWN_TASK = re.compile(r"^  station (\d+) in ([a-z0-9_]+) at \([^)]*\)$", re.M)
+_OWN_TASKS = re.compile(r"^Your pending tasks [^:]*: (.*)$", re.M)
 """A pending task of a privileged view's "Your tasks" list (done ones end "(done)")."""
 _ROOMS = re.compile(r"Rooms: ([a-z0-9_, ]+)\.")
 _ROOM_LINE = re.compile(r"^- ([a-z0-9_]+): [a-z0-9_, ]+$", re.M)
@@ -398,7 +398,8 @@ def _mission(t: Told, system: str, user: str = "") -> dict[str, object]:
     listed = _STATIONS.search(system)
     stations = [(int(s), r) for s, r in _STATION.findall(listed.group(1))] if listed else []
     if not stations:  # a privileged crewmate's planner: its pending tasks are in the view
-        stations = [(int(s), r) for s, r in _OWN_TASK.findall(user)]
+        own = _OWN_TASKS.search(user)
+        stations = [(int(s), r) for s, r in _STATION.findall(own.group(1))] if own else []
     here = [s for s, r in stations if r == t.room]
     if t.impostor:
         # Half the time a station in this room (seen busy where it is), else anywhere.

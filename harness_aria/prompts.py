@@ -137,9 +137,9 @@ def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
 _ROLE_NOTES: dict[str, dict[str, str]] = {
     "crewmate": {"witness_note": "", "private_note": "", "conduct_note": ""},
     "impostor": {
-        "witness_note": " (a witness check that is not a clear `false` counts as a witness)",
-        "private_note": "- `intent` fields are private: nobody else ever reads them.\n",
-        "conduct_note": "- You may lie in meetings; your private `intent` fields must be true.\n",
+        "witness_note": " (a witness check not a clear `false` counts as a witness)",
+        "private_note": "- `intent` fields are private: nobody else reads them.\n",
+        "conduct_note": "- You may lie in meetings; your private `intent` must be true.\n",
     },
 }
 
@@ -166,7 +166,7 @@ PREFIX_GROUPS: dict[str, PrefixGroup] = {
 frame get no rules of play (the reference's scan and surveillance prompts carry none)."""
 
 _VOTE_NOTE = (
-    '- A vote of `skip` (or `null`, "none") is a ballot for skip; only `abstain` casts no ballot.\n'
+    '- A vote `skip` (or `null`, "none") is a ballot for skip; only `abstain` casts none.\n'
 )
 
 

@@ -71,8 +71,6 @@ class AriaSpec(BaseModel):
     """Most skills kept (first in, first out); the last 5 reach the planner."""
     kill_defer_distance: float = Field(default=10.0, gt=0)
     """KILL: a target farther than this (blocks) is stalked, not attacked."""
-    max_meeting_utterances: int = Field(default=3, ge=1)
-    """MEETING: most times this agent speaks in one meeting."""
 
     def label(self) -> str:
         """A short, stable name of the axis values, e.g. `priv-sem-rea-off-min`."""

@@ -60,6 +60,10 @@ class Toolkit:
     obs: Observation
     view_text: str
     memory: Memory
+    view_head: str = ""
+    """The start of `view_text` that changes rarely (`harness_aria.view_text.
+    render_view_parts`); with it, the user text opens with it, then skills and memory,
+    then the rest of the view, so an agent's successive calls share a long start."""
     skills_text: str = ""
     plan_text: str = ""
     calls: list[CallRecord] = field(default_factory=list)
@@ -80,9 +84,15 @@ class Toolkit:
 
     def context(self) -> str:
         """The dynamic part of every prompt: state view, memory, skills, plan."""
-        parts = [self.view_text, self.memory.text()]
-        if self.skills_text:
-            parts.append(self.skills_text)
+        head = self.view_head
+        if head and self.view_text.startswith(head):
+            rest = self.view_text[len(head) :].lstrip("\n")
+            parts = [head, *([self.skills_text] if self.skills_text else [])]
+            parts += [self.memory.text(), rest]
+        else:
+            parts = [self.view_text, self.memory.text()]
+            if self.skills_text:
+                parts.append(self.skills_text)
         if self.plan_text:
             parts.append(self.plan_text)
         return "\n\n".join(parts)

@@ -97,7 +97,8 @@ class SemanticMemory:
         return {p: b.suspicion for p, b in self.beliefs.items()}
 
     def text(self) -> str:
-        """The belief table, meeting summaries and recent facts."""
+        """The belief table, notes, then own actions (the part that changes every step
+        last, so successive prompts share a longer start)."""
         lines = ["Beliefs about players (suspicion 0-1):"]
         for player, b in sorted(self.beliefs.items()):
             last = f"; {b.notes[-1]}" if b.notes else ""
@@ -108,10 +109,17 @@ class SemanticMemory:
             lines.append("  none yet")
         # `meetings` (the server's meeting lines) is kept but not rendered: the state
         # view's "Earlier meetings" states every meeting already, with its ballots.
-        if self.actions:
-            lines.append("What you did:")
-            lines += [f"  step {s}: {t}" for s, t in list(self.actions)[-OWN_ACTIONS_SHOWN:]]
         if self.facts:
             lines.append("Notes:")
             lines += [f"  step {s}: {t}" for s, t in list(self.facts)[-5:]]
+        # In a meeting, this agent's own lines of it are in the state view's meeting chat.
+        since = self.meeting_since
+        actions = [
+            (s, t)
+            for s, t in self.actions
+            if since is None or s < since or not t.startswith("I said")
+        ][-OWN_ACTIONS_SHOWN:]
+        if actions:
+            lines.append("What you did:")
+            lines += [f"  step {s}: {t}" for s, t in actions]
         return "\n".join(lines)

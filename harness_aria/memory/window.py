@@ -21,11 +21,16 @@ class WindowMemory:
         self.k = k
         self.entries: deque[tuple[int, str]] = deque()
         self._suspicion: dict[str, float] = {}
+        self._chat: set[tuple[int, str]] = set()
+        """Entries that are chat lines (left out of `text` during the meeting they were
+        said in: the state view's meeting chat holds the whole of it)."""
+        self.meeting_since: int | None = None
+        """The first step of the current meeting (None in free roam)."""
 
     def _add(self, step: int, text: str) -> None:
         self.entries.append((step, text))
         while self.entries and self.entries[0][0] <= step - self.k:
-            self.entries.popleft()
+            self._chat.discard(self.entries.popleft())
 
     def observe(self, obs: Observation) -> None:
         """Keep the agent's own actions, the chat and who was in sight.
@@ -33,6 +38,10 @@ class WindowMemory:
         `obs` is the agent's filtered observation (`controller.views.Knowledge`), so an
         ego agent remembers only what its camera showed.
         """
+        if obs.phase == "free_roam":
+            self.meeting_since = None
+        elif self.meeting_since is None:
+            self.meeting_since = min([obs.step, *(c.step for c in obs.meeting_chat)])
         for a in obs.own_actions:
             if not worth_remembering(a):
                 continue
@@ -40,6 +49,7 @@ class WindowMemory:
         for c in obs.chat:
             who = "[Server]" if c.kind == "server" else (c.speaker or "?").capitalize()
             self._add(obs.step, f"{who}: {c.text}")
+            self._chat.add((obs.step, f"{who}: {c.text}"))
         # Meeting seats say nothing about where anyone was: only free-roam sightings.
         if obs.visible_players and obs.phase == "free_roam":
             seen = ", ".join(
@@ -67,8 +77,14 @@ class WindowMemory:
         return dict(self._suspicion)
 
     def text(self) -> str:
-        """The last five entries."""
-        recent = list(self.entries)[-SHOWN:]
+        """The last five entries (in a meeting, not counting what was said in it, nor
+        this agent's own lines: the state view shows that meeting's whole chat)."""
+        since = self.meeting_since
+        recent = [
+            (s, t)
+            for s, t in self.entries
+            if since is None or s < since or not ((s, t) in self._chat or t.startswith("I said"))
+        ][-SHOWN:]
         if not recent:
             return "Memory: nothing yet."
         return "Memory (recent steps):\n" + "\n".join(f"  step {s}: {t}" for s, t in recent)

@@ -91,8 +91,8 @@ def test_state_axis_changes_what_is_sent(tmp_path: Path) -> None:
     _, priv, _ = play(tmp_path / "p", AriaSpec(state="privileged"), rules={"max_steps": 2})
     ego_text, priv_text = "\n".join(ego.texts("planner")), "\n".join(priv.texts("planner"))
     for marker in (
-        "Your tasks:",
-        "Players you have seen (roster",
+        "Your pending tasks",
+        "Roster (the living",
         "In sight now:",
     ):
         assert marker in priv_text and marker not in ego_text

@@ -1,0 +1,187 @@
+"""The state view as ARIA's prompts carry it: the facts of `controller.views.StateView`,
+in fewer words.
+
+`StateView` decides what an agent may know (the state mode's filter is applied before
+any of this); this module only lays those facts out for a prompt. It leaves out what
+holds no fact for the agent (an impostor's "0/0 tasks", "no task in progress", "no
+bodies seen", a dead player's roster line, whose body is in "Dead players"), and writes
+the roster and earlier meetings' ballots densely: every player's last-known room,
+position and age; every ballot, grouped by whom it was for. Nothing the view holds is
+dropped (tested: `tests/harness_aria/test_view_text.py`).
+"""
+
+from __future__ import annotations
+
+from controller.events import Vec3
+from controller.observation import ChatEntry, MeetingRecord
+from controller.views import InView, StateView
+
+
+def _cap(name: str) -> str:
+    return name.capitalize()
+
+
+def _xz(pos: Vec3) -> str:
+    return f"({pos[0]:.1f}, {pos[2]:.1f})"
+
+
+def _ago(steps: int) -> str:
+    if steps <= 0:
+        return "now"
+    return "1 step ago" if steps == 1 else f"{steps} steps ago"
+
+
+def _listing(items: dict[str, InView]) -> str:
+    return ", ".join(
+        f"{_cap(who)} ({v.distance:.1f} blocks, {v.side})"
+        for who, v in sorted(items.items(), key=lambda kv: kv[1].distance)
+    )
+
+
+def chat_line(c: ChatEntry) -> str:
+    """One chat line: `[Server] ...` or `<Speaker> ...`."""
+    who = "[Server]" if c.kind == "server" else f"<{_cap(c.speaker or '?')}>"
+    return f"{who} {c.text}"
+
+
+def meeting_line(m: MeetingRecord) -> str:
+    """One earlier meeting: caller, body and room, outcome, and every ballot grouped by
+    whom it was for (`Votes: Pink by Green, Orange; skip by Black, Red; abstained: White`)."""
+    why = (
+        f"{_cap(m.caller)} reported {_cap(m.victim or '?')}'s body"
+        + (f" in {m.body_room}" if m.body_room else "")
+        if m.trigger == "report"
+        else f"{_cap(m.caller)} called an emergency meeting"
+    )
+    if m.outcome == "ejected" and m.ejected:
+        result = f"{_cap(m.ejected)} was ejected" + (
+            f" ({m.ejected_role})" if m.ejected_role else ""
+        )
+    else:
+        result = {"tie": "a tie, nobody ejected", "skipped": "skipped, nobody ejected"}.get(
+            m.outcome, "no votes, nobody ejected"
+        )
+    by: dict[str, list[str]] = {}
+    for voter, target in sorted(m.votes.items()):
+        key = "abstained" if target is None else target.lower()
+        by.setdefault(key, []).append(_cap(voter))
+    groups = sorted(
+        (k for k in by if k != "abstained"), key=lambda k: (k == "skip", -len(by[k]), k)
+    )
+    parts = [f"{'skip' if k == 'skip' else _cap(k)} by {', '.join(by[k])}" for k in groups]
+    if "abstained" in by:
+        parts.append("abstained: " + ", ".join(by["abstained"]))
+    return f"#{m.index} (step {m.step}): {why}; {result}. Votes: {'; '.join(parts) or 'none'}."
+
+
+def render_view(v: StateView) -> str:
+    """The whole state view as text (what `decision.view_text` records)."""
+    head, rest = render_view_parts(v)
+    return head + "\n" + rest
+
+
+def render_view_parts(v: StateView) -> tuple[str, str]:
+    """The state view in two parts: the facts that change rarely (who the agent is,
+    earlier meetings, the dead, bodies seen, own pending tasks), which open every prompt's
+    user text so that an agent's successive calls share a long identical start (the part
+    a provider's prompt cache can match), and the rest (this step's position, status,
+    sight, roster and chat), which follows the agent's skills and memory."""
+    sb = v.scoreboard
+    crew = v.role == "crewmate"
+    head = [
+        f"You are {_cap(v.agent)}, {'an' if v.role[0] in 'aeiou' else 'a'} {v.role}"
+        + (f" (fellow impostors: {', '.join(v.teammates)})" if v.teammates else "")
+        + ".",
+    ]
+    if v.past_meetings:
+        head.append("Earlier meetings:")
+        head += [f"  {meeting_line(m)}" for m in v.past_meetings]
+    if v.dead:
+        head.append(
+            "Dead players: "
+            + ", ".join(
+                _cap(d) + (f" (body in {v.body_rooms[d]})" if d in v.body_rooms else "")
+                for d in v.dead
+            )
+            + "."
+        )
+    if v.bodies_seen:
+        head.append("Bodies you have seen:")
+        head += [
+            f"  {_cap(who)}: {s.room} {_xz(s.pos)}, step {s.step}"
+            for who, s in sorted(v.bodies_seen.items())
+        ]
+    if v.tasks is not None and (crew or v.tasks):
+        pending = [f"{t.station} in {t.room} {_xz(t.pos)}" for t in v.tasks if not t.done]
+        head.append(
+            "Your pending tasks (station in room (x, z)): " + ("; ".join(pending) or "none")
+        )
+    lines = [
+        f"Step {v.step}. Phase: {sb.phase}. You are in {v.room} at {_xz(v.pos)}, "
+        f"facing {v.yaw:.0f} degrees.",
+    ]
+    status = (
+        [f"Your tasks done: {sum(sb.task_bits)}/{len(sb.task_bits)}."]
+        if crew or sb.task_bits
+        else []
+    )
+    if sb.kill_ready:
+        status.append("Your kill is ready.")
+    if sb.emergency_ready:
+        status.append("You can call an emergency meeting.")
+    if status:
+        lines.append(" ".join(status))
+    tp = v.task_progress
+    if tp is not None:
+        lines.append(
+            f"Task in progress: station {tp.station} in {tp.room}, {tp.ticks_done} of "
+            f"{tp.ticks_needed} ticks done (stay at the station to finish it)."
+        )
+    elif v.task_in_progress is not None:
+        lines.append(
+            f"Task in progress: station {v.task_in_progress}, not finished "
+            f"(stay at the station to finish it)."
+        )
+    label = "In view now" if v.mode == "ego" else "In sight now"
+    lines.append(f"{label}: " + (_listing(v.in_view) or "nobody"))
+    if v.bodies_in_view:
+        lines.append(f"Bodies {label.lower()}: " + _listing(v.bodies_in_view))
+    if sb.speaker:
+        lines.append(
+            f"Meeting: {_cap(sb.speaker)} is speaking; {sb.meeting_countdown} ticks of talk left."
+        )
+    if sb.reported_body:
+        where = v.body_rooms.get(sb.reported_body)
+        lines.append(
+            f"This meeting was called over {_cap(sb.reported_body)}'s body"
+            + (f", found in {where}." if where else ".")
+        )
+    if v.seen_before:
+        lines.append("Where you last saw each player (in free roam, before any meeting):")
+        lines += [
+            f"  {_cap(who)}: {s.room} {_xz(s.pos)}, step {s.step}"
+            for who, s in sorted(v.seen_before.items())
+        ]
+    if v.last_seen is not None:
+        known = v.last_seen
+        entries = []
+        for who in v.roster or sorted(known):
+            if who in v.dead:  # where the dead lie is in "Dead players" and "Bodies"
+                continue
+            s = known.get(who)
+            entries.append(
+                f"{_cap(who)} {s.room} {_xz(s.pos)} {_ago(v.step - s.step)}"
+                if s
+                else f"{_cap(who)} never seen"
+            )
+        lines.append(
+            "Roster (the living; last-known room (x, z), when): "
+            + ("; ".join(entries) or "nobody yet")
+        )
+    if v.meeting_chat:
+        lines.append("This meeting's chat so far (all of it):")
+        lines += [f"  {chat_line(c)}" for c in v.meeting_chat]
+    elif v.chat:
+        lines.append("Chat:")
+        lines += [f"  {chat_line(c)}" for c in v.chat]
+    return "\n".join(head), "\n".join(lines)
