@@ -217,22 +217,27 @@ class StateView(BaseModel):
         return "No task in progress."
 
 
+def meeting_cause(m: MeetingRecord) -> str:
+    """Who called an earlier meeting, and why (`Red reported Blue's body in admin`)."""
+    if m.trigger == "report":
+        return f"{_cap(m.caller)} reported {_cap(m.victim or '?')}'s body" + (
+            f" in {m.body_room}" if m.body_room else ""
+        )
+    return f"{_cap(m.caller)} called an emergency meeting"
+
+
+def meeting_result(m: MeetingRecord) -> str:
+    """How an earlier meeting ended (`Blue was ejected (impostor)`, `a tie, ...`)."""
+    if m.outcome == "ejected" and m.ejected:
+        return f"{_cap(m.ejected)} was ejected" + (f" ({m.ejected_role})" if m.ejected_role else "")
+    return {"tie": "a tie, nobody ejected", "skipped": "skipped, nobody ejected"}.get(
+        m.outcome, "no votes, nobody ejected"
+    )
+
+
 def meeting_summary(m: MeetingRecord) -> str:
     """One line on an earlier meeting: who called it, the outcome, every ballot."""
-    why = (
-        f"{_cap(m.caller)} reported {_cap(m.victim or '?')}'s body"
-        + (f" in {m.body_room}" if m.body_room else "")
-        if m.trigger == "report"
-        else f"{_cap(m.caller)} called an emergency meeting"
-    )
-    if m.outcome == "ejected" and m.ejected:
-        result = f"{_cap(m.ejected)} was ejected" + (
-            f" ({m.ejected_role})" if m.ejected_role else ""
-        )
-    else:
-        result = {"tie": "a tie, nobody ejected", "skipped": "skipped, nobody ejected"}.get(
-            m.outcome, "no votes, nobody ejected"
-        )
+    why, result = meeting_cause(m), meeting_result(m)
     ballots = ", ".join(
         f"{_cap(v)}->{'abstained' if t is None else _cap(t)}" for v, t in sorted(m.votes.items())
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from controller.events import Vec3
 from controller.observation import ChatEntry, MeetingRecord
-from controller.views import InView, StateView
+from controller.views import InView, StateView, meeting_cause, meeting_result
 
 
 def _cap(name: str) -> str:
@@ -47,20 +47,7 @@ def chat_line(c: ChatEntry) -> str:
 def meeting_line(m: MeetingRecord) -> str:
     """One earlier meeting: caller, body and room, outcome, and every ballot grouped by
     whom it was for (`Votes: Pink by Green, Orange; skip by Black, Red; abstained: White`)."""
-    why = (
-        f"{_cap(m.caller)} reported {_cap(m.victim or '?')}'s body"
-        + (f" in {m.body_room}" if m.body_room else "")
-        if m.trigger == "report"
-        else f"{_cap(m.caller)} called an emergency meeting"
-    )
-    if m.outcome == "ejected" and m.ejected:
-        result = f"{_cap(m.ejected)} was ejected" + (
-            f" ({m.ejected_role})" if m.ejected_role else ""
-        )
-    else:
-        result = {"tie": "a tie, nobody ejected", "skipped": "skipped, nobody ejected"}.get(
-            m.outcome, "no votes, nobody ejected"
-        )
+    why, result = meeting_cause(m), meeting_result(m)
     by: dict[str, list[str]] = {}
     for voter, target in sorted(m.votes.items()):
         key = "abstained" if target is None else target.lower()
