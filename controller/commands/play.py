@@ -77,6 +77,14 @@ def add_parser(sub: Any) -> None:
         choices=["crew", "impostor", "both"],
         help="send no images to the models of a side (crew, impostor; alone: both)",
     )
+    p.add_argument(
+        "--seat",
+        action="append",
+        default=[],
+        metavar="COLOUR=KIND",
+        help="play one seat with another agent kind, repeatable, e.g. --seat red=human "
+        "(a person at a page on loopback; its args through --config's seats:)",
+    )
     p.add_argument("--seed", type=int, default=None, help="game seed (default 0)")
     p.add_argument(
         "--out", type=Path, default=None, help="output folder (default runs/<time>-seed<N>)"
@@ -167,6 +175,11 @@ def config_from_args(args: argparse.Namespace) -> GameConfig:
     for side, values in sides.items():
         if values:
             overrides[side] = values
+    for item in args.seat:
+        colour, sep, kind = item.partition("=")
+        if not sep or not colour.strip() or not kind.strip():
+            raise ConfigError(f"--seat {item!r}: write COLOUR=KIND, e.g. --seat red=human")
+        overrides.setdefault("seats", {})[colour.strip()] = {"agent": kind.strip()}
     if args.seed is not None:
         overrides["seed"] = args.seed
     if args.map is not None:

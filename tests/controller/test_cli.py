@@ -146,3 +146,20 @@ def test_every_command_is_registered_by_the_package_that_owns_it() -> None:
         assert owners[name] == f"controller.commands.{name}"
     for name in ("annotate", "analyze", "audit", "view"):
         assert owners[name] == f"annotation.commands.{name}"
+
+
+def test_seat_flag_seats_another_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.cli import build_parser
+    from controller.commands.play import config_from_args
+
+    file = tmp_path / "seats.yaml"
+    file.write_text("seats:\n  red: {agent: human, args: {port: 8811}}\n")
+    args = build_parser().parse_args(["play", "--seat", "blue=human", "--config", str(file)])
+    seats = config_from_args(args).seats
+    assert seats["red"].agent == "human" and seats["red"].args["port"] == 8811
+    assert seats["blue"].agent == "human"
+    out = tmp_path / "g"
+    assert main(["play", "--world", "fake", "--seat", "red", "--out", str(out)]) == 2
+    assert "write COLOUR=KIND" in capsys.readouterr().err
+    assert main(["play", "--world", "fake", "--seat", "purple=human", "--out", str(out)]) == 2
+    assert "seats.purple" in capsys.readouterr().err
