@@ -13,6 +13,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
 
+from world.geometry import short_name
+
 if TYPE_CHECKING:
     from controller.config import RulesConfig
     from world.geometry import ShipGeometry
@@ -72,6 +74,7 @@ def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
         "room_lines": "\n".join(
             f"- {room}: {', '.join(adjacency.get(room, [])) or 'none'}" for room in rooms
         ),
+        "meeting_room": geometry.spec.cafeteria,
         "button_x": f"{bx:.1f}",
         "button_z": f"{bz:.1f}",
         "map_extra": "",
@@ -127,7 +130,10 @@ def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
         x0, z0, _, _ = geometry.bounds
         extra.append(
             load_prompt("map_full", "common").render(
-                ascii_map=geometry.render_ascii(), map_x0=x0, map_z0=z0
+                ascii_map=geometry.render_ascii(),
+                map_x0=x0,
+                map_z0=z0,
+                room_labels=", ".join(f"{short_name(r)} {r}" for r in rooms),
             )
         )
     values["map_extra"] = "\n" + "\n".join(extra)

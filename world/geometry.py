@@ -543,7 +543,7 @@ class ShipGeometry:
     def _put_label(self, rows: list[list[str]], name: str) -> None:
         # On the row nearest the centre where the label covers plain floor only.
         rect = self.spec.room(name).rect
-        label = _short_name(name)
+        label = short_name(name)
         cx, cz = rect.center
         x = max(rect.x0, math.floor(cx) - len(label) // 2)
         if x + len(label) - 1 > rect.x1:
@@ -558,8 +558,8 @@ class ShipGeometry:
                 return
 
 
-def _short_name(name: str) -> str:
-    """`lower_engine` -> `LE`, `weapons` -> `WEA`."""
+def short_name(name: str) -> str:
+    """The label of a room in the ASCII map: `lower_engine` -> `LE`, `weapons` -> `WEA`."""
     words = name.split("_")
     if len(words) > 1:
         return "".join(word[0] for word in words).upper()
