@@ -133,14 +133,7 @@ class StateView(BaseModel):
         if self.bodies_in_view:
             lines.append(f"Bodies {label.lower()}: " + _listing(self.bodies_in_view))
         if self.dead:
-            lines.append(
-                "Dead players: "
-                + ", ".join(
-                    _cap(d) + (f" (body in {self.body_rooms[d]})" if d in self.body_rooms else "")
-                    for d in self.dead
-                )
-                + "."
-            )
+            lines.append(dead_line(self.dead, self.body_rooms))
         if sb.speaker:
             lines.append(
                 f"Meeting: {_cap(sb.speaker)} is speaking; "
@@ -215,6 +208,17 @@ class StateView(BaseModel):
                 f"(stay at the station to finish it)."
             )
         return "No task in progress."
+
+
+def dead_line(dead: list[str], body_rooms: dict[str, str]) -> str:
+    """`Dead players: Blue (body in admin), Pink.`"""
+    return (
+        "Dead players: "
+        + ", ".join(
+            _cap(d) + (f" (body in {body_rooms[d]})" if d in body_rooms else "") for d in dead
+        )
+        + "."
+    )
 
 
 def meeting_cause(m: MeetingRecord) -> str:

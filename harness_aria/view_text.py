@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from controller.events import Vec3
 from controller.observation import ChatEntry, MeetingRecord
-from controller.views import InView, StateView, meeting_cause, meeting_result
+from controller.views import InView, StateView, dead_line, meeting_cause, meeting_result
 
 
 def _cap(name: str) -> str:
@@ -84,14 +84,7 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
         head.append("Earlier meetings:")
         head += [f"  {meeting_line(m)}" for m in v.past_meetings]
     if v.dead:
-        head.append(
-            "Dead players: "
-            + ", ".join(
-                _cap(d) + (f" (body in {v.body_rooms[d]})" if d in v.body_rooms else "")
-                for d in v.dead
-            )
-            + "."
-        )
+        head.append(dead_line(v.dead, v.body_rooms))
     if v.bodies_seen:
         head.append("Bodies you have seen:")
         head += [
