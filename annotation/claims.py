@@ -35,6 +35,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from annotation.trajectory import SpeechRecord, Trajectory
+from world.geometry import HALLWAY
+from world.spec import HALLWAY_ALIASES, packaged_room_aliases
 
 log = logging.getLogger(__name__)
 
@@ -112,45 +114,6 @@ class Claim(BaseModel):
 
 
 # --------------------------------------------------------------------- normalising
-
-ROOM_ALIASES: Mapping[str, str] = {
-    "oxygen": "o2",
-    "o_2": "o2",
-    "02": "o2",
-    "elec": "electrical",
-    "electric": "electrical",
-    "electricals": "electrical",
-    "nav": "navigation",
-    "navigations": "navigation",
-    "comms": "communications",
-    "comm": "communications",
-    "communication": "communications",
-    "med_bay": "medbay",
-    "medical": "medbay",
-    "medical_bay": "medbay",
-    "caf": "cafeteria",
-    "cafe": "cafeteria",
-    "canteen": "cafeteria",
-    "upper_engines": "upper_engine",
-    "upper": "upper_engine",
-    "top_engine": "upper_engine",
-    "lower_engines": "lower_engine",
-    "lower": "lower_engine",
-    "bottom_engine": "lower_engine",
-    "admin_room": "admin",
-    "administration": "admin",
-    "sec": "security",
-    "weapon": "weapons",
-    "shield": "shields",
-    "reactors": "reactor",
-    "store": "storage",
-    "corridor": "hallway",
-    "corridors": "hallway",
-    "hall": "hallway",
-    "halls": "hallway",
-    "hallways": "hallway",
-}
-"""Spoken room names -> map room ids (after lower-casing and joining words with `_`)."""
 
 ACTIVITIES: Mapping[str, tuple[str, ...]] = {
     "task": (
@@ -301,26 +264,60 @@ def _slug(text: str) -> str:
     return s.strip("_")
 
 
-def normalise_room(name: str, rooms: Iterable[str]) -> str | None:
+def room_aliases(traj: Trajectory) -> dict[str, str]:
+    """The aliases of the rooms of the game's map (`Room.aliases`): spoken name -> room.
+
+    The map is the one the record says was played (`game_start.map_spec`, else its
+    `map`); a game whose map cannot be read has none.
+    """
+    return traj.geometry.spec.room_aliases() if traj.geometry is not None else {}
+
+
+def _fallback_aliases(known: set[str]) -> dict[str, str]:
+    """For a caller that names rooms but no map: the packaged maps' aliases of those
+    rooms (an alias two maps give to two of them is dropped as ambiguous)."""
+    out: dict[str, str] = {}
+    ambiguous: set[str] = set()
+    for table in packaged_room_aliases().values():
+        for alias, room in table.items():
+            if room not in known:
+                continue
+            if out.get(alias, room) != room:
+                ambiguous.add(alias)
+            out[alias] = room
+    for alias in ambiguous:
+        del out[alias]
+    return out
+
+
+def normalise_room(
+    name: str, rooms: Iterable[str], aliases: Mapping[str, str] | None = None
+) -> str | None:
     """A spoken room name as one of the map's room ids.
 
-    Case, spaces, hyphens, a leading article and a trailing `room` do not matter;
-    `ROOM_ALIASES` maps common short names (`oxygen` -> `o2`, `elec` -> `electrical`).
+    Case, spaces, hyphens, a leading article and a trailing `room` do not matter; the
+    map's room aliases map short names (`oxygen` -> `o2`, `elec` -> `electrical` on the
+    Skeld), and `world.spec.HALLWAY_ALIASES` the corridor words (`corridor` ->
+    `hallway`) on every map.
 
     Args:
         name: The room as written.
         rooms: The map's room ids (plus `hallway` for corridors).
+        aliases: The map's aliases (`MapSpec.room_aliases`, `room_aliases(traj)`). None
+            (a caller that has no map): the packaged maps' aliases of `rooms`.
 
     Returns:
         The room id, or None if it names no room of the map.
     """
-    known = set(rooms) | {"hallway"}
+    known = set(rooms) | {HALLWAY}
+    table = dict(HALLWAY_ALIASES)
+    table.update(_fallback_aliases(known) if aliases is None else aliases)
     s = _slug(name)
     for cand in (s, s.removesuffix("_room"), s.replace("_", "")):
         if cand in known:
             return cand
-        if cand in ROOM_ALIASES and ROOM_ALIASES[cand] in known:
-            return ROOM_ALIASES[cand]
+        if cand in table and table[cand] in known:
+            return table[cand]
     squashed = {r.replace("_", ""): r for r in known}
     return squashed.get(s.replace("_", ""))
 
@@ -350,19 +347,24 @@ def normalise_activity(name: str) -> str | None:
     return None
 
 
-def normalise_claim(claim: Claim, rooms: Iterable[str], agents: Iterable[str]) -> Claim:
+def normalise_claim(
+    claim: Claim,
+    rooms: Iterable[str],
+    agents: Iterable[str],
+    aliases: Mapping[str, str] | None = None,
+) -> Claim:
     """The claim with room, route, players and activity normalised where they can be.
 
-    A value that cannot be normalised is left as written (the audit then says why the
-    claim is unverifiable).
+    `aliases` are the map's room aliases (see `normalise_room`). A value that cannot be
+    normalised is left as written (the audit then says why the claim is unverifiable).
     """
     rooms = list(rooms)
     agents = list(agents)
     upd: dict[str, Any] = {}
     if claim.room is not None:
-        upd["room"] = normalise_room(claim.room, rooms) or claim.room
+        upd["room"] = normalise_room(claim.room, rooms, aliases) or claim.room
     if claim.route is not None:
-        upd["route"] = [normalise_room(r, rooms) or r for r in claim.route]
+        upd["route"] = [normalise_room(r, rooms, aliases) or r for r in claim.route]
     for fld in ("speaker", "subject", "target"):
         val = getattr(claim, fld)
         if isinstance(val, str) and val:
@@ -514,10 +516,10 @@ class RuleExtractor:
     def extract(self, traj: Trajectory) -> ExtractionResult:
         """Claims from every spoken turn; utterances without a template yield none."""
         turns, failed = spoken_turns(traj)
-        rooms = _rooms_of(traj)
+        rooms, aliases = _rooms_of(traj), room_aliases(traj)
         claims: list[Claim] = []
         for t in turns:
-            claims.extend(normalise_claim(c, rooms, traj.agents) for c in self.parse(t))
+            claims.extend(normalise_claim(c, rooms, traj.agents, aliases) for c in self.parse(t))
         return ExtractionResult(
             claims=dedupe(claims), utterances=len(turns), skipped_failed_turns=failed
         )
@@ -738,7 +740,7 @@ class ModelExtractor:
         from harness_aria.backends.base import BackendError, Message, ModelRequest
 
         turns, failed = spoken_turns(traj)
-        rooms = _rooms_of(traj)
+        rooms, aliases = _rooms_of(traj), room_aliases(traj)
         result = ExtractionResult(utterances=len(turns), skipped_failed_turns=failed)
         claims: list[Claim] = []
         for i, t in enumerate(turns, start=1):
@@ -800,7 +802,7 @@ class ModelExtractor:
                     )
                 )
                 continue
-            claims.extend(normalise_claim(c, rooms, traj.agents) for c in parsed)
+            claims.extend(normalise_claim(c, rooms, traj.agents, aliases) for c in parsed)
             if i % 20 == 0:
                 log.info("%s: extracted %d/%d utterances", traj.game_id, i, len(turns))
         result.claims = dedupe(claims)

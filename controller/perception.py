@@ -11,8 +11,10 @@ Two questions are kept apart because they answer different things:
 
 The camera is Minecraft's default: a 70 degree vertical field of view on a 640x360
 frame, so the horizontal field of view is `2 * atan(tan(35 deg) * 640 / 360)`, about
-102.4 degrees. Heights are ignored (one floor, walls above eye level), as in
-`world.geometry`. Yaw follows Minecraft: 0 faces +Z (south), 90 faces -X (west).
+102.4 degrees. Those numbers are world knowledge (`world.camera`, re-exported here),
+shared with the frames the fake world draws (`controller.worlds.sketch`). Heights are
+ignored (one floor, walls above eye level), as in `world.geometry`. Yaw follows
+Minecraft: 0 faces +Z (south), 90 faces -X (west).
 """
 
 from __future__ import annotations
@@ -22,26 +24,16 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
+from world.camera import (
+    FRAME_HEIGHT,
+    FRAME_WIDTH,
+    HORIZONTAL_FOV_DEG,
+    VERTICAL_FOV_DEG,
+    horizontal_fov_deg,
+)
 from world.geometry import ShipGeometry
 
 Vec3 = tuple[float, float, float]
-
-VERTICAL_FOV_DEG = 70.0
-"""The renderer's vertical field of view (`bots/render.js`, Minecraft's "Normal")."""
-FRAME_WIDTH = 640
-FRAME_HEIGHT = 360
-
-
-def horizontal_fov_deg(
-    vertical_deg: float = VERTICAL_FOV_DEG, width: int = FRAME_WIDTH, height: int = FRAME_HEIGHT
-) -> float:
-    """The horizontal field of view of a perspective camera, in degrees."""
-    half = math.radians(vertical_deg) / 2
-    return math.degrees(2 * math.atan(math.tan(half) * width / height))
-
-
-HORIZONTAL_FOV_DEG = horizontal_fov_deg()
-"""About 102.4 degrees: what a 640x360 frame with a 70 degree vertical FOV spans."""
 
 
 def facing(yaw_deg: float) -> tuple[float, float]:
@@ -142,7 +134,10 @@ class Perception:
 
 
 __all__ = [
+    "FRAME_HEIGHT",
+    "FRAME_WIDTH",
     "HORIZONTAL_FOV_DEG",
+    "VERTICAL_FOV_DEG",
     "Perception",
     "Sight",
     "bearing_deg",

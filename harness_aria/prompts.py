@@ -74,7 +74,10 @@ def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
         "room_lines": "\n".join(
             f"- {room}: {', '.join(adjacency.get(room, [])) or 'none'}" for room in rooms
         ),
-        "meeting_room": geometry.spec.cafeteria,
+        "meeting_room": geometry.spec.meeting_room,
+        # the answer rules' example of a room id: one of this map's own (a two-word id
+        # shows the underscore form best)
+        "room_example": next((r for r in rooms if "_" in r), rooms[-1]),
         "button_x": f"{bx:.1f}",
         "button_z": f"{bz:.1f}",
         "map_extra": "",

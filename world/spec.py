@@ -15,11 +15,13 @@ is how doorways are cut.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NoReturn, Self
 
 import yaml
@@ -40,7 +42,18 @@ RESERVED_BLOCKS = frozenset({"emerald_block", "redstone_block"})
 RESERVED_REGION_NAMES = frozenset({"hallway", "ghost_area", "outside"})
 """Names `ShipGeometry.room_at` returns for non-room cells; no room may take them."""
 
+HALLWAY_ALIASES: dict[str, str] = {
+    "corridor": "hallway",
+    "corridors": "hallway",
+    "hall": "hallway",
+    "halls": "hallway",
+    "hallways": "hallway",
+}
+"""Spoken names of the corridors (`room_at`'s `hallway`) on every map; no room alias may
+take them."""
+
 _NAME = r"^[a-z][a-z0-9_]*$"
+_ALIAS = r"^[a-z0-9][a-z0-9_]*$"
 _BLOCK = r"^[a-z][a-z0-9_]*$"
 
 
@@ -135,6 +148,11 @@ class Room(_Model):
     """Minecraft block name of the floor, e.g. `yellow_terracotta`; unique to this room."""
     wall: str = Field(pattern=_BLOCK)
     """Minecraft block name of the walls, e.g. `gray_concrete`."""
+    aliases: tuple[str, ...] = ()
+    """Other names players use for the room (`elec`, `comms`), as spoken names are
+    matched: lower case, words joined by `_` (`med_bay`), digits allowed (`02`). Unique
+    across the map, never another room's name nor a corridor word (`HALLWAY_ALIASES`).
+    The claim extractor maps them to `name`."""
 
 
 class Corridor(_Model):
@@ -176,8 +194,10 @@ class MapSpec(_Model):
     """y of the floor blocks; players stand at floor_y + 1."""
     wall_height: int = Field(ge=2, le=16)
     """Wall blocks above the floor; >= 2 so a standing player cannot see over them."""
-    cafeteria: str
-    """Name of the room holding the emergency button, the meeting seats and the spawns."""
+    meeting_room: str
+    """Name of the room holding the emergency button, the meeting seats and the spawns
+    (the Skeld's is `cafeteria`). The old key `cafeteria` is still read, for maps and
+    records written before the rename; new maps must use `meeting_room`."""
     rooms: tuple[Room, ...] = Field(min_length=1)
     """All rooms, in a fixed order (the order `ShipGeometry.rooms` reports)."""
     corridors: tuple[Corridor, ...] = ()
@@ -185,9 +205,9 @@ class MapSpec(_Model):
     stations: tuple[Station, ...] = ()
     """Task stations, numbered 0..N-1."""
     emergency_button: Cell
-    """Cell of the emergency button, inside the cafeteria."""
+    """Cell of the emergency button, inside the meeting room."""
     seats: tuple[Cell, ...]
-    """Meeting seats around the button, inside the cafeteria; seat i is also spawn i."""
+    """Meeting seats around the button, inside the meeting room; seat i is also spawn i."""
     ghost_area: Rect
     """Interior of the sealed box where dead players wait; apart from the ship."""
     ghost_floor: str = Field(default="gray_wool", pattern=_BLOCK)
@@ -196,6 +216,22 @@ class MapSpec(_Model):
     """Wall block of the ghost area."""
     ghost_ceiling: str = Field(default="sea_lantern", pattern=_BLOCK)
     """Ceiling block of the ghost area (a light source, so the box is not pitch dark)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deprecated_cafeteria(cls, data: Any) -> Any:
+        # `cafeteria` was the field's name before `meeting_room`: old map files and the
+        # map specs recorded in old game logs still carry it.
+        if isinstance(data, Mapping) and "cafeteria" in data:
+            if "meeting_room" in data:
+                raise ValueError(
+                    "both `meeting_room` and `cafeteria` are given; `cafeteria` is the old "
+                    "name of `meeting_room`: keep only `meeting_room`"
+                )
+            data = {k: v for k, v in data.items() if k != "cafeteria"} | {
+                "meeting_room": data["cafeteria"]
+            }
+        return data
 
     @model_validator(mode="after")
     def _check_geometry(self) -> Self:
@@ -212,6 +248,10 @@ class MapSpec(_Model):
             if room.name == name:
                 return room
         raise KeyError(name)
+
+    def room_aliases(self) -> dict[str, str]:
+        """Every room's aliases: spoken name -> room name (see `Room.aliases`)."""
+        return {alias: room.name for room in self.rooms for alias in room.aliases}
 
     def walkable_cells(self) -> set[Cell]:
         """Every walkable cell of the ship (rooms and corridors; not the ghost area)."""
@@ -274,8 +314,12 @@ def _check_names_and_palettes(spec: MapSpec) -> None:
         if corridor.name in seen_corridors:
             _fail(f"corridor '{corridor.name}' is defined twice; corridor names must be unique")
         seen_corridors.add(corridor.name)
-    if spec.cafeteria not in seen_rooms:
-        _fail(f"cafeteria '{spec.cafeteria}' is not a room; set `cafeteria` to one of the rooms")
+    if spec.meeting_room not in seen_rooms:
+        _fail(
+            f"meeting_room '{spec.meeting_room}' is not a room; set `meeting_room` to one of: "
+            f"{', '.join(room.name for room in spec.rooms)}"
+        )
+    _check_aliases(spec, seen_rooms)
 
     corridor_floors = {corridor.floor for corridor in spec.corridors}
     floor_owner: dict[str, str] = {}
@@ -300,6 +344,35 @@ def _check_names_and_palettes(spec: MapSpec) -> None:
                     f"corridor '{corridor.name}' uses {block}, reserved for stations/button; "
                     "pick another"
                 )
+
+
+def _check_aliases(spec: MapSpec, room_names: set[str]) -> None:
+    owner: dict[str, str] = {}
+    for room in spec.rooms:
+        for alias in room.aliases:
+            label = f"room '{room.name}': alias '{alias}'"
+            if not re.fullmatch(_ALIAS, alias):
+                _fail(
+                    f"{label} is not a lowercase name; write it in lower case with words "
+                    f"joined by '_' (a-z, 0-9, _), e.g. '{_alias_form(alias)}'"
+                )
+            if alias in room_names:
+                what = "the room's own name" if alias == room.name else "another room's name"
+                _fail(f"{label} is {what}; a room's name already matches, drop the alias")
+            if alias in RESERVED_REGION_NAMES or alias in HALLWAY_ALIASES:
+                _fail(f"{label} is a name for the corridors or a reserved region; drop it")
+            if alias in owner:
+                where = (
+                    "listed twice"
+                    if owner[alias] == room.name
+                    else (f"also an alias of room '{owner[alias]}'")
+                )
+                _fail(f"{label} is {where}; an alias must name one room only once")
+            owner[alias] = room.name
+
+
+def _alias_form(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "name"
 
 
 def _check_layout(spec: MapSpec) -> None:
@@ -337,13 +410,13 @@ def _check_layout(spec: MapSpec) -> None:
 
 
 def _check_reachability(spec: MapSpec, walkable: set[Cell]) -> set[Cell]:
-    cafeteria = spec.room(spec.cafeteria)
-    reached = _reachable(walkable, cafeteria.rect.cells())
+    meeting = spec.room(spec.meeting_room)
+    reached = _reachable(walkable, meeting.rect.cells())
     for room in spec.rooms:
         if not any(cell in reached for cell in room.rect.cells()):
             _fail(
-                f"room '{room.name}' ({room.rect}) cannot be reached from the cafeteria "
-                f"'{spec.cafeteria}'; add a corridor whose rect cuts through its wall"
+                f"room '{room.name}' ({room.rect}) cannot be reached from the meeting room "
+                f"'{spec.meeting_room}'; add a corridor whose rect cuts through its wall"
             )
     for corridor in spec.corridors:
         if not any(cell in reached for cell in corridor.rect.cells()):
@@ -385,7 +458,7 @@ def _check_stations(spec: MapSpec, walkable: set[Cell], reached: set[Cell]) -> N
         if station.cell not in walkable:
             _fail(f"{label}: cell {station.cell} is not walkable; move it onto the floor")
         if station.cell not in reached:
-            _fail(f"{label}: cell {station.cell} cannot be reached from the cafeteria")
+            _fail(f"{label}: cell {station.cell} cannot be reached from the meeting room")
         if station.cell in cells:
             _fail(f"{label}: cell {station.cell} already holds station {cells[station.cell]}")
         cells[station.cell] = station.id
@@ -396,23 +469,23 @@ def _check_stations(spec: MapSpec, walkable: set[Cell], reached: set[Cell]) -> N
 
 
 def _check_meeting(spec: MapSpec) -> None:
-    cafeteria = spec.room(spec.cafeteria)
-    if not cafeteria.rect.contains(spec.emergency_button):
+    meeting = spec.room(spec.meeting_room)
+    if not meeting.rect.contains(spec.emergency_button):
         _fail(
-            f"emergency button {spec.emergency_button} is not inside the cafeteria "
-            f"'{cafeteria.name}' ({cafeteria.rect}); move it into the cafeteria"
+            f"emergency button {spec.emergency_button} is not inside the meeting room "
+            f"'{meeting.name}' ({meeting.rect}); move it into the meeting room"
         )
     if len(spec.seats) < MIN_SEATS:
         _fail(
-            f"only {len(spec.seats)} seats in the cafeteria '{cafeteria.name}'; "
+            f"only {len(spec.seats)} seats in the meeting room '{meeting.name}'; "
             f"add seats until there are at least {MIN_SEATS}"
         )
     seen: set[Cell] = set()
     for i, seat in enumerate(spec.seats):
-        if not cafeteria.rect.contains(seat):
+        if not meeting.rect.contains(seat):
             _fail(
-                f"seat {i} {seat} is not inside the cafeteria '{cafeteria.name}' "
-                f"({cafeteria.rect}); move it into the cafeteria"
+                f"seat {i} {seat} is not inside the meeting room '{meeting.name}' "
+                f"({meeting.rect}); move it into the meeting room"
             )
         if seat == spec.emergency_button:
             _fail(f"seat {i} {seat} is on the emergency button; move it around the button")
@@ -516,3 +589,20 @@ def load_map(name_or_path: str) -> MapSpec:
     except yaml.YAMLError as error:
         raise MapSpecError(f"map {source} is not valid YAML: {error}") from error
     return parse_map(data, source)
+
+
+def packaged_maps() -> list[str]:
+    """The names of the maps shipped in `world/maps/` (`load_map` takes each), sorted."""
+    folder = resources.files("world").joinpath("maps")
+    names = (entry.name.removesuffix(".yaml") for entry in folder.iterdir())
+    return sorted(
+        n for n in names if re.fullmatch(_NAME, n) and folder.joinpath(f"{n}.yaml").is_file()
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def packaged_room_aliases() -> Mapping[str, Mapping[str, str]]:
+    """Every packaged map's room aliases: map name -> (alias -> room), read once."""
+    return MappingProxyType(
+        {name: MappingProxyType(load_map(name).room_aliases()) for name in packaged_maps()}
+    )

@@ -10,13 +10,16 @@ carried through untouched); a truncated last line is left for the next refresh.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from controller.record import LogFollower, log_path
-from world.spec import MapSpec, load_map
+from world.spec import MapSpec, MapSpecError, load_map, parse_map
+
+log = logging.getLogger(__name__)
 
 SECRET_DECISION_FIELDS = ("narration",)
 """Decision fields shown only with the analyst switch (an impostor's private intent)."""
@@ -68,6 +71,8 @@ class RunRecord:
         self._bodies: dict[str, list[float]] = {}
         self._snapped: set[int] = set()
         self.map_spec: MapSpec | None = None
+        self.map_error: str | None = None
+        """Why the record has no map (its `game_start` names none, or it cannot be read)."""
         self.refresh()
 
     @property
@@ -156,17 +161,32 @@ class RunRecord:
             }
 
     def _load_map(self, start: dict[str, Any]) -> None:
+        """The map as played (`map_spec`), else the map `game_start.map` (or the
+        record's `config.map`) names. A record that names none gets no map and a
+        `map_error` naming the field: no map is ever guessed."""
+        self.map_spec, self.map_error = None, None
         spec = start.get("map_spec")
+        problem = ""
         if spec:
             try:
-                self.map_spec = MapSpec.model_validate(spec)
+                self.map_spec = parse_map(spec, "game_start.map_spec")
                 return
-            except ValueError:
-                pass
-        try:
-            self.map_spec = load_map(str(start.get("map", "skeld")))
-        except (ValueError, OSError):
-            self.map_spec = None
+            except MapSpecError as exc:
+                problem = f"{exc}; "
+        config = start.get("config")
+        name = start.get("map") or (config.get("map") if isinstance(config, dict) else None)
+        if not name:
+            self.map_error = (
+                f"{problem}game_start names no map: it has no `map` field (nor `map_spec` or "
+                "`config.map`), so the viewer cannot tell which map was played"
+            )
+        else:
+            try:
+                self.map_spec = load_map(str(name))
+            except (MapSpecError, OSError) as exc:
+                self.map_error = f"{problem}game_start.map {name!r}: {exc}"
+        if self.map_error is not None:
+            log.warning("%s: %s", self.run, self.map_error)
 
     # ------------------------------------------------------------------ answers
     @property
@@ -257,7 +277,7 @@ class RunRecord:
     def _map_json(self) -> dict[str, Any]:
         spec = self.map_spec
         if spec is None:
-            return {}
+            return {"error": self.map_error} if self.map_error else {}
         return {
             "name": spec.name,
             "rooms": [{"name": r.name, "rect": r.rect.model_dump()} for r in spec.rooms],
@@ -267,7 +287,7 @@ class RunRecord:
                 for s in spec.stations
             ],
             "button": list(spec.emergency_button),
-            "cafeteria": spec.cafeteria,
+            "meeting_room": spec.meeting_room,
         }
 
     def _jsonl(self, name: str) -> list[dict[str, Any]]:

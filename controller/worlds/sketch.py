@@ -3,7 +3,8 @@
 Not Minecraft: sky above, the floor of the room the player stands in below, and
 every player and body in its field of view and line of sight drawn as a coloured
 block whose size falls with distance. It gives tests and fake-world games real
-pixels that change with heading, room and company.
+pixels that change with heading, room and company. The frame and its horizontal field
+of view are the players' camera (`world.camera`), the ones perception uses.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import numpy as np
 from PIL import Image
 
 from controller.protocol import Vec3
+from world.camera import FRAME_HEIGHT, FRAME_WIDTH, HORIZONTAL_FOV_DEG
 from world.geometry import ShipGeometry, yaw_towards
 
-HEIGHT, WIDTH = 360, 640
-H_FOV = 90.0
+HEIGHT, WIDTH = FRAME_HEIGHT, FRAME_WIDTH
+H_FOV = HORIZONTAL_FOV_DEG
+"""Horizontal field of view of the picture: the camera's (`world.camera`), so a player
+drawn in a frame is one perception says is in the field of view (about 102.4 degrees)."""
 SKY = (135, 180, 235)
 COLORS: dict[str, tuple[int, int, int]] = {
     "red": (200, 30, 30),
@@ -53,7 +57,11 @@ def sketch(
     bodies: dict[str, Vec3],
     radius: float = 24.0,
 ) -> np.ndarray:
-    """The picture seen from `pos` looking along `yaw` (uint8, 360x640x3)."""
+    """The picture seen from `pos` looking along `yaw` (uint8, 360x640x3).
+
+    A thing is drawn when it is within `radius`, in line of sight and inside the
+    horizontal field of view `H_FOV`; its column is proportional to its bearing.
+    """
     img = np.empty((HEIGHT, WIDTH, 3), dtype=np.uint8)
     img[: HEIGHT // 2] = SKY
     img[HEIGHT // 2 :] = room_color(geometry.room_at(pos))

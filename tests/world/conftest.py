@@ -61,7 +61,7 @@ def _tiny_raw() -> dict[str, Any]:
         "name": "tiny",
         "floor_y": 64,
         "wall_height": 3,
-        "cafeteria": "cafeteria",
+        "meeting_room": "cafeteria",
         "rooms": [
             {
                 "name": "cafeteria",

@@ -11,7 +11,15 @@ import yaml
 from pydantic import ValidationError
 
 from world.builder import BUTTON_BLOCK, STATION_BLOCK
-from world.spec import WORLD_LIMIT, MapSpec, MapSpecError, Rect, load_map, parse_map
+from world.spec import (
+    WORLD_LIMIT,
+    MapSpec,
+    MapSpecError,
+    Rect,
+    load_map,
+    packaged_maps,
+    parse_map,
+)
 
 SKELD_ROOMS = {
     "cafeteria", "weapons", "o2", "navigation", "shields", "communications", "storage",
@@ -48,7 +56,7 @@ def test_skeld_loads_by_name_and_by_path(skeld: MapSpec) -> None:
 
 def test_skeld_has_the_among_us_rooms(skeld: MapSpec) -> None:
     assert {room.name for room in skeld.rooms} == SKELD_ROOMS
-    assert skeld.cafeteria == "cafeteria"
+    assert skeld.meeting_room == "cafeteria"
     for room in skeld.rooms:
         assert 9 <= max(room.rect.width, room.rect.depth) <= 15, room.name
         assert min(room.rect.width, room.rect.depth) >= 9, room.name
@@ -97,21 +105,23 @@ def test_skeld_palettes_are_distinct(skeld: MapSpec) -> None:
     assert not special & (set(floors) | set(walls) | corridor_blocks)
 
 
-def test_skeld_blocks_exist_in_minecraft_1_20_1(skeld: MapSpec) -> None:
+@pytest.mark.parametrize("name", packaged_maps())
+def test_packaged_maps_blocks_exist_in_minecraft_1_20_1(name: str) -> None:
+    ship = load_map(name)
     paths_file = MC_DATA / "data" / "dataPaths.json"
     if not paths_file.is_file():
         pytest.skip("node_modules/minecraft-data is not installed")
     blocks_dir = json.loads(paths_file.read_text())["pc"]["1.20.1"]["blocks"]
     blocks = json.loads((MC_DATA / "data" / blocks_dir / "blocks.json").read_text())
     by_name = {b["name"]: b for b in blocks}
-    used = {STATION_BLOCK, BUTTON_BLOCK, skeld.ghost_floor, skeld.ghost_wall, skeld.ghost_ceiling}
-    used |= {room.floor for room in skeld.rooms} | {room.wall for room in skeld.rooms}
-    used |= {c.floor for c in skeld.corridors} | {c.wall for c in skeld.corridors}
-    for name in sorted(used):
-        assert name in by_name, f"{name} is not a 1.20.1 block"
+    used = {STATION_BLOCK, BUTTON_BLOCK, ship.ghost_floor, ship.ghost_wall, ship.ghost_ceiling}
+    used |= {room.floor for room in ship.rooms} | {room.wall for room in ship.rooms}
+    used |= {c.floor for c in ship.corridors} | {c.wall for c in ship.corridors}
+    for block in sorted(used):
+        assert block in by_name, f"{name}: {block} is not a 1.20.1 block"
         # Full, opaque cubes: walkable floors and walls that block sight.
-        assert by_name[name]["boundingBox"] == "block", name
-        assert not by_name[name]["transparent"], name
+        assert by_name[block]["boundingBox"] == "block", block
+        assert not by_name[block]["transparent"], block
 
 
 def test_skeld_fits_in_the_loaded_area(skeld: MapSpec) -> None:
@@ -308,21 +318,33 @@ def test_station_on_a_seat(skeld_data: dict[str, Any]) -> None:
     assert "meeting seat" in _refused(skeld_data)
 
 
-def test_unknown_cafeteria(skeld_data: dict[str, Any]) -> None:
-    skeld_data["cafeteria"] = "mess_hall"
-    assert "cafeteria 'mess_hall' is not a room" in _refused(skeld_data)
+def test_unknown_meeting_room(skeld_data: dict[str, Any]) -> None:
+    skeld_data["meeting_room"] = "mess_hall"
+    message = _refused(skeld_data)
+    assert "meeting_room 'mess_hall' is not a room" in message
+    assert "set `meeting_room` to one of: cafeteria, weapons" in message
+
+
+def test_the_old_cafeteria_key_is_read_as_meeting_room(skeld_data: dict[str, Any]) -> None:
+    # Maps and the map specs recorded in game logs before the rename use `cafeteria`.
+    old = {("cafeteria" if k == "meeting_room" else k): v for k, v in skeld_data.items()}
+    assert parse_map(old, "old").meeting_room == "cafeteria"
+    old["cafeteria"] = "mess_hall"
+    assert "meeting_room 'mess_hall' is not a room" in _refused(old)
+    both = {**skeld_data, "cafeteria": "cafeteria"}
+    assert "keep only `meeting_room`" in _refused(both)
 
 
 def test_button_outside_cafeteria(skeld_data: dict[str, Any]) -> None:
     skeld_data["emergency_button"] = [16, 0]  # in admin
     message = _refused(skeld_data)
-    assert "emergency button" in message and "cafeteria 'cafeteria'" in message
+    assert "emergency button" in message and "meeting room 'cafeteria'" in message
 
 
 def test_seat_outside_cafeteria(skeld_data: dict[str, Any]) -> None:
     skeld_data["seats"][3] = [0, 9]  # in the corridor to storage
     message = _refused(skeld_data)
-    assert "seat 3" in message and "cafeteria 'cafeteria'" in message
+    assert "seat 3" in message and "meeting room 'cafeteria'" in message
 
 
 def test_too_few_seats(skeld_data: dict[str, Any]) -> None:
@@ -395,3 +417,51 @@ def test_rect_helpers() -> None:
     assert not rect.overlaps(Rect(x0=3, z0=0, x1=5, z1=5))
     with pytest.raises(ValidationError, match="z0"):
         Rect(x0=0, z0=3, x1=0, z1=2)
+
+
+# -- room aliases -----------------------------------------------------------------
+
+
+def test_skeld_carries_the_spoken_room_names(skeld: MapSpec) -> None:
+    aliases = skeld.room_aliases()
+    assert aliases["oxygen"] == "o2" and aliases["02"] == "o2"
+    assert aliases["elec"] == "electrical" and aliases["comms"] == "communications"
+    assert aliases["caf"] == "cafeteria" and aliases["med_bay"] == "medbay"
+    assert len(aliases) == 30
+    assert not set(aliases) & {room.name for room in skeld.rooms}
+
+
+@pytest.mark.parametrize("alias", ["Elec", "elec tric", "élec", "-elec", ""])
+def test_an_alias_must_be_a_lowercase_name(skeld_data: dict[str, Any], alias: str) -> None:
+    _room(skeld_data, "electrical")["aliases"] = ["sparky", alias]
+    message = _refused(skeld_data)
+    assert f"room 'electrical': alias '{alias}' is not a lowercase name" in message
+
+
+def test_an_alias_names_one_room_only(skeld_data: dict[str, Any]) -> None:
+    _room(skeld_data, "security")["aliases"] = ["sec", "elec"]
+    message = _refused(skeld_data)
+    assert "alias 'elec'" in message and "also an alias of room 'electrical'" in message
+
+
+def test_an_alias_is_listed_once(skeld_data: dict[str, Any]) -> None:
+    _room(skeld_data, "security")["aliases"] = ["sec", "sec"]
+    assert "room 'security': alias 'sec' is listed twice" in _refused(skeld_data)
+
+
+def test_an_alias_is_not_a_room_name(skeld_data: dict[str, Any]) -> None:
+    _room(skeld_data, "admin")["aliases"] = ["storage"]
+    message = _refused(skeld_data)
+    assert "room 'admin': alias 'storage' is another room's name" in message
+    _room(skeld_data, "admin")["aliases"] = ["admin"]
+    assert "alias 'admin' is the room's own name" in _refused(skeld_data)
+
+
+@pytest.mark.parametrize("alias", ["hall", "corridor", "hallway", "ghost_area"])
+def test_an_alias_is_not_a_corridor_word(skeld_data: dict[str, Any], alias: str) -> None:
+    _room(skeld_data, "admin")["aliases"] = [alias]
+    assert f"alias '{alias}' is a name for the corridors" in _refused(skeld_data)
+
+
+def test_aliases_default_to_none(tiny: MapSpec) -> None:
+    assert tiny.room_aliases() == {}
