@@ -27,11 +27,11 @@ from harness_aria.backends.base import Backend
 from harness_aria.calls import start_round
 from harness_aria.memory import MEMORIES, Memory
 from harness_aria.memory.base import actions_for_view, describe_program
-from harness_aria.modules import MODULES, Module, ModuleResult
-from harness_aria.modules.kill import KillModule
-from harness_aria.modules.surveillance import SurveillanceModule
-from harness_aria.planner import HierarchicalPlanner, Planner, ReactivePlanner
-from harness_aria.reflection import MeetingReflection, NoReflection, Reflector
+from harness_aria.modules import Module, ModuleResult
+from harness_aria.modules.base import claimants, followers
+from harness_aria.modules.registry import enabled, offered_modules
+from harness_aria.planner import PLANNERS, Planner
+from harness_aria.reflection import REFLECTORS, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 from harness_aria.view_text import render_view_parts
@@ -89,16 +89,19 @@ class AriaAgent:
             "report_range": report_range,
             "max_utterances": max_utterances,
         }
-        self.memory: Memory = MEMORIES[spec.memory](spec.window_k)
-        self.planner: Planner = (
-            ReactivePlanner()
-            if spec.planning == "reactive"
-            else HierarchicalPlanner(spec.replan_every)
-        )
-        self.reflector: Reflector = (
-            MeetingReflection(spec.skill_cap) if spec.reflection == "on" else NoReflection()
-        )
-        self.modules: dict[str, Module] = {name: make() for name, make in MODULES.items()}
+        # Every component is rebuilt from its registered name and the spec's arguments.
+        self.memory: Memory = MEMORIES.build(spec)
+        self.planner: Planner = PLANNERS.build(spec)
+        self.reflector: Reflector = REFLECTORS.build(spec)
+        self.entries = enabled(spec)
+        """The registered modules this agent has (`harness_aria.modules.registry`)."""
+        self.modules: dict[str, Module] = {e.name: e.make() for e in self.entries}
+        self.phase_module: dict[str, str] = {
+            e.phase: e.name for e in self.entries if e.phase != "free_roam"
+        }
+        """The module that runs as each phase's decision (meeting, voting)."""
+        self.continuing = frozenset(e.name for e in self.entries if e.continues)
+        """The modules whose programs may go on unasked (`AriaSpec.continuation`)."""
         self.knowledge = Knowledge(
             spec.state,
             geometry,
@@ -108,7 +111,8 @@ class AriaAgent:
         self.last_phase = "free_roam"
         self.last_program: _Program | None = None
         self.meeting_chat: list[ChatEntry] = []
-        self.surveil_next = False
+        self.last_free_actions: list[dict[str, Any]] = []
+        """The actions of the agent's last free-roam program, for the modules' follow-ups."""
         self.last_view: tuple[frozenset[str], frozenset[str], tuple[str, ...]] | None = None
         """What the agent could see at its last free-roam observation: players and bodies
         in view, and the modules it could choose (for `AriaSpec.continuation`)."""
@@ -123,27 +127,18 @@ class AriaAgent:
         }
 
     def _allowed(self, obs: Observation) -> list[str]:
-        allowed = []
-        # `obs` is the filtered observation: an ego impostor is offered KILL only with a
-        # crewmate in its field of view; a privileged one with one in sight all around
-        # or on the roster (known within the privileged radius).
-        prey = [
-            a
-            for a in {**obs.visible_players, **obs.roster}
-            if a not in obs.teammates and a != obs.agent and a not in obs.known_dead
-        ]
-        if obs.role == "impostor" and obs.kill_ready and prey:
-            allowed.append("KILL")
-        if obs.visible_bodies:  # the filtered observation: ego offers REPORT only in view
-            allowed.append("REPORT")
-        if obs.emergency_ready:
-            allowed.append("EMERGENCY")
-        if obs.role == "impostor" or any(s not in obs.tasks_done for s in obs.tasks):
-            allowed.append("MISSION")
-        allowed.append("MOVE")
-        if obs.role == "crewmate":
-            allowed.append("SURVEILLANCE")
-        return allowed
+        """The free-roam modules the planner is offered now (each module's registered
+        `offered` over the filtered observation, in rank order)."""
+        return offered_modules(self.entries, obs, self.spec)
+
+    def _claim(self, step: int) -> Choice | None:
+        """A module's claim on this step before the planner is asked (KILL's behind
+        check), or None."""
+        for module in claimants(self.modules.values()):
+            choice = module.claim(step)
+            if choice is not None:
+                return choice
+        return None
 
     async def decide(self, raw: Observation) -> AgentDecision:
         """Plan, run the chosen module, and return the program with its records."""
@@ -183,23 +178,16 @@ class AriaAgent:
         self.last_phase = obs.phase
         module, choice = "", Choice(module="")
         result: ModuleResult
-        if obs.phase == "meeting":
-            module = "MEETING"
-            result = await self.modules[module].run(tk, choice)
-        elif obs.phase == "voting":
-            module = "VOTE"
+        if obs.phase in self.phase_module:
+            module = self.phase_module[obs.phase]
             result = await self.modules[module].run(tk, choice)
         else:
-            kill = self.modules["KILL"]
-            if self.surveil_next and obs.role == "crewmate" and self._look_ran(obs):
-                surveillance = self.modules["SURVEILLANCE"]
-                assert isinstance(surveillance, SurveillanceModule)
-                await surveillance.observe(tk)
-            assert isinstance(kill, KillModule)
-            target = kill.scanning(obs.step)
-            if target is not None:
-                module, choice = "KILL", Choice(module="KILL", target=target)
-                result = await kill.run(tk, choice)
+            for follower in followers(self.modules.values()):
+                await follower.follow_up(tk, self.last_free_actions)
+            claimed = self._claim(obs.step)
+            if claimed is not None:
+                module, choice = claimed.module, claimed
+                result = await self.modules[module].run(tk, choice)
             else:
                 picked = await self.planner.choose(tk, self._allowed(obs))
                 if picked is None:
@@ -214,9 +202,7 @@ class AriaAgent:
                     tk.plan_text = self._plan_text(picked)
                     result = await self.modules[module].run(tk, choice)
             result = self._within_view(obs, module, result)
-            self.surveil_next = any(
-                a.get("op") == "look" and a.get("behind") for a in result.actions
-            )
+            self.last_free_actions = list(result.actions)
         self.memory.record(obs.step, module, self._memo(module, result, tk.impostor))
         self.last_program = (
             _Program(
@@ -255,7 +241,7 @@ class AriaAgent:
             or last is None
             or view is None
             or self.last_phase != "free_roam"
-            or last.module not in ("MISSION", "MOVE")
+            or last.module not in self.continuing
             or last.step >= obs.step
         ):
             return ""
@@ -269,9 +255,7 @@ class AriaAgent:
             return ""
         if view != before or obs.chat:
             return ""
-        kill = self.modules["KILL"]
-        assert isinstance(kill, KillModule)
-        if kill.scanning(obs.step) is not None:
+        if self._claim(obs.step) is not None:
             return ""
         if obs.task_progress is not None:
             return f"task at station {obs.task_progress.station} in progress"
@@ -294,14 +278,6 @@ class AriaAgent:
             continued=True,
             continued_from=last.step,
         )
-
-    @staticmethod
-    def _look_ran(obs: Observation) -> bool:
-        """Whether the last program's look behind was carried out: the program ended `ok`
-        (a program cut off at the step's end never reached its closing look, so its frame
-        is not the view behind). With no outcome reported, it is taken to have run."""
-        ended = [a for a in obs.own_actions if a.kind == "program_ended"]
-        return not ended or ended[-1].detail.startswith("ok")
 
     def _within_view(self, obs: Observation, module: str, result: ModuleResult) -> ModuleResult:
         """Ego: a program may not follow a player out of view, since the world would lead

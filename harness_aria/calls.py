@@ -5,8 +5,16 @@ Every call is laid out the same way so that providers can cache its start:
 1. the side's **shared prefix** of the call's group (rules, map, how answers are read;
    identical for every agent of the side and every call of the group in a game, see
    `harness_aria.prompts.PREFIX_GROUPS`) as the first system message;
-2. the **call's system text** (the module's template with its one answer format);
-3. the **user text** (the dynamic state: view, memory, plan), with the frame if sent.
+2. a **persona** system text, only when the harness gives one (ARIA gives none);
+3. the **user text**: the agent's context (state view, skills, memory, plan; its rarely
+   changing facts first) and, last, the **call's question** (the module's template with
+   its one answer format), with the frame if sent.
+
+The question comes last so that everything before it is the same for an agent's
+successive calls of a prefix group until something in its context changes: the part a
+provider's prompt cache matches (OpenAI caches the longest start a recent request sent
+exactly, from 1,024 tokens; `ask` also sends the agent's `cache_key` as OpenAI's
+`prompt_cache_key`, which keeps one agent's calls on one cache).
 
 Each text is stored once in the run folder (`prompts/<sha256>.txt`, see `PromptStore`)
 and the call record holds the hashes, so a judge can read exactly what an agent was told.
@@ -274,10 +282,11 @@ class PromptRefs(BaseModel):
 
     prefix_sha256: str | None = None
     """The shared prefix (first system message), if any."""
-    system_sha256: str
-    """The call's system text (persona and module template)."""
+    system_sha256: str | None = None
+    """The persona system text after the prefix, if any (ARIA sends none)."""
     user_sha256: str
-    """The user text (state view, memory, plan)."""
+    """The user text: the context (state view, skills, memory, plan), then the call's
+    question (the module's template)."""
     image_sha256: str | None = None
     """The JPEG sent with the user text (the frame of the decision), if any."""
 
@@ -397,8 +406,15 @@ async def ask(
     image: bytes | None = None,
     max_tokens: int = 256,
     temperature: float = 0.2,
+    question: str = "",
+    cache_key: str = "",
 ) -> CallRecord:
     """Send one request and record it; never raises for model or transient faults.
+
+    The messages are the purpose's shared prefix (a system message), `system` (a second
+    system message, only if not empty) and the user message: `user`, then `question`
+    after a blank line (see the module docstring for why the question is last).
+    `cache_key` (the agent) goes to providers that route prompt caches by a key.
 
     Raises:
         GameStopping: the quota is exhausted or the credentials are refused.
@@ -412,25 +428,31 @@ async def ask(
     use_image = image is not None and backend.vision
     # Only the templates carry picture wording; the user text (state, memory) is data.
     system = picture_wording(system, use_image)
+    question = picture_wording(question, use_image)
+    if question:
+        user = f"{user}\n\n{question}" if user else question
     shared = setup.prefix_for(purpose)
     prefix = shared if setup.separate_prefix else ""
     if shared and not setup.separate_prefix:
-        system = shared + "\n\n" + system
+        system = shared + "\n\n" + system if system else shared
     messages: list[Message] = []
     if prefix:
         messages.append(Message(role="system", text=prefix))
-    messages += [
-        Message(role="system", text=system),
-        Message(role="user", text=user, images=[image] if use_image and image else []),
-    ]
+    if system:
+        messages.append(Message(role="system", text=system))
+    messages.append(Message(role="user", text=user, images=[image] if use_image and image else []))
     request = ModelRequest(
-        messages=messages, max_tokens=max_tokens, temperature=temperature, purpose=purpose
+        messages=messages,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        purpose=purpose,
+        cache_key=cache_key,
     )
     store = setup.store
     put = store.put if store is not None else sha256_text
     refs = PromptRefs(
         prefix_sha256=put(prefix) if prefix else None,
-        system_sha256=put(system),
+        system_sha256=put(system) if system else None,
         user_sha256=put(user),
         image_sha256=hashlib.sha256(image).hexdigest() if use_image and image else None,
     )

@@ -81,11 +81,19 @@ SELF_REPORT_SEEN = 0.5
 """How often an impostor reports a body it finds while someone can see it there."""
 
 
-def _system(request: ModelRequest) -> str:
-    # The call's own system text is the last one; a shared prefix (rules, map, formats)
-    # may come first and mentions every module, so it must not steer the answer.
-    systems = [m.text for m in request.messages if m.role == "system"]
-    return systems[-1] if systems else ""
+def _own(systems: list[str], users: list[str]) -> tuple[str, str]:
+    """The call's own instruction (its question: the module's template) and the user
+    text before it. The question is the user text's last paragraph (see
+    `harness_aria.calls.ask`); a request whose last system text names a purpose (an older
+    layout, or another harness's) carries it there. A shared prefix (rules, map, formats)
+    may come first and mentions every module, so it must not steer the answer."""
+    user = "\n".join(users)
+    if systems and infer_purpose(systems[-1]):
+        return systems[-1], user
+    head, sep, tail = user.rpartition("\n\n")
+    if sep and infer_purpose(tail):
+        return tail, head
+    return (systems[-1] if systems else ""), user
 
 
 # A phrase of each template that tells which module is asking (for requests that
@@ -112,10 +120,9 @@ def infer_purpose(system: str) -> str:
 
 def answer(request: ModelRequest) -> str:
     """A valid JSON answer for the request's purpose."""
-    system = _system(request)
-    user = "\n".join(m.text for m in request.messages if m.role == "user")
-    prefix = "\n".join(m.text for m in request.messages if m.role == "system")
-    return answer_for(request.purpose or infer_purpose(system), system, user, prefix)
+    systems = [m.text for m in request.messages if m.role == "system"]
+    own, user = _own(systems, [m.text for m in request.messages if m.role == "user"])
+    return answer_for(request.purpose or infer_purpose(own), own, user, "\n".join(systems))
 
 
 def answer_http(body: dict[str, object]) -> str:
@@ -138,9 +145,8 @@ def answer_http(body: dict[str, object]) -> str:
             texts.append(str(content))
         elif m.get("role") == "user":
             users.append(str(content))
-    # The last system text is the call's own (see `_system`).
-    own = texts[-1] if texts else ""
-    return answer_for(infer_purpose(own), own, "\n".join(users), "\n".join(texts))
+    own, user = _own(texts, users)
+    return answer_for(infer_purpose(own), own, user, "\n".join(texts))
 
 
 # ---------------------------------------------------------------------- what it is told

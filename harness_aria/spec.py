@@ -1,15 +1,29 @@
 """The ARIA ablation spec: five axes as one frozen value.
 
 An ablation is a value, not an edit: one `AriaSpec` is passed into an agent and
-written in full into the game record and beside every decision.
+written in full into the game record and beside every decision (`extra_modules` only
+when it lists any, so a default spec's record is as it was before the field existed).
+
+The component of an axis (the memory, the planner, the reflector) is registered by
+name in a `Catalogue` and rebuilt from the spec: the axis's value names it, and its
+registration reads its constructor's arguments from the spec's fields.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 AXES = ("state", "memory", "planning", "reflection", "prompt")
 
@@ -71,6 +85,36 @@ class AriaSpec(BaseModel):
     """Most skills kept (first in, first out); the last 5 reach the planner."""
     kill_defer_distance: float = Field(default=10.0, gt=0)
     """KILL: a target farther than this (blocks) is stalked, not attacked."""
+    extra_modules: tuple[str, ...] = ()
+    """Decision modules that are off by default and offered as well, by their registered
+    names (`harness_aria.modules.registry`; any case, or one comma-separated text as
+    `--ablation both.extra_modules=NAME,NAME` gives it). Empty (default): the eight
+    modules of the reference. A name that is not a registered module off by default is
+    refused with the names that are."""
+
+    @field_validator("extra_modules", mode="before")
+    @classmethod
+    def _split_names(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(n.strip() for n in value.split(",") if n.strip())
+        return value
+
+    @field_validator("extra_modules")
+    @classmethod
+    def _known_modules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            return value
+        # Imported here: the registry imports every module, and they import this spec.
+        from harness_aria.modules.registry import check_extra_modules
+
+        return check_extra_modules(value)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.extra_modules:
+            data.pop("extra_modules", None)
+        return data
 
     def label(self) -> str:
         """A short, stable name of the axis values, e.g. `priv-sem-rea-off-min`."""
@@ -81,6 +125,75 @@ def all_specs() -> list[AriaSpec]:
     """All 32 combinations of the five axes (other knobs at their defaults)."""
     values = [AriaSpec.model_fields[a].annotation.__args__ for a in AXES]  # type: ignore[union-attr]
     return [AriaSpec(**dict(zip(AXES, combo, strict=True))) for combo in itertools.product(*values)]
+
+
+C = TypeVar("C")
+
+
+class Catalogue(Mapping[str, Callable[..., C]], Generic[C]):
+    """The components of one axis of the spec (e.g. `memory`), registered by name.
+
+    Each is registered with the arguments its constructor takes from the spec
+    (`register`); `build(spec)` makes the one the spec's axis names, from that name and
+    those arguments. As a mapping it gives each name's constructor.
+
+    Args:
+        axis: The spec field whose value names the component.
+    """
+
+    def __init__(self, axis: str) -> None:
+        self.axis = axis
+        self._makers: dict[str, Callable[..., C]] = {}
+        self._args: dict[str, Callable[[AriaSpec], dict[str, Any]]] = {}
+
+    def register(
+        self,
+        name: str,
+        make: Callable[..., C],
+        args: Callable[[AriaSpec], dict[str, Any]] | None = None,
+    ) -> None:
+        """Add a component.
+
+        Args:
+            name: The axis value that selects it.
+            make: Its constructor.
+            args: Its constructor's keyword arguments, read from the spec (none if
+                omitted).
+
+        Raises:
+            ValueError: the name is registered already.
+        """
+        if name in self._makers:
+            raise ValueError(f"{self.axis}: {name!r} is registered twice")
+        self._makers[name] = make
+        self._args[name] = args or (lambda spec: {})
+
+    def arguments(self, spec: AriaSpec) -> tuple[str, dict[str, Any]]:
+        """The component the spec selects, as (name, constructor arguments).
+
+        Raises:
+            KeyError: no component of that name, with the registered names.
+        """
+        name = str(getattr(spec, self.axis))
+        if name not in self._makers:
+            raise KeyError(
+                f"{self.axis}: no component {name!r} (registered: {', '.join(self._makers)})"
+            )
+        return name, self._args[name](spec)
+
+    def build(self, spec: AriaSpec) -> C:
+        """The component the spec selects, built from its name and arguments."""
+        name, args = self.arguments(spec)
+        return self._makers[name](**args)
+
+    def __getitem__(self, name: str) -> Callable[..., C]:
+        return self._makers[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
 
 
 class AblationError(ValueError):

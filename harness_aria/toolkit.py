@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,20 +14,60 @@ from harness_aria.prompts import Prompt, load_prompt
 from harness_aria.spec import AriaSpec
 from world.geometry import ShipGeometry
 
-# Temperatures and token budgets per purpose (from the reference implementation).
-BUDGETS: dict[str, tuple[float, int]] = {
-    "planner": (0.3, 256),
-    "planner_long": (0.3, 256),
-    "reflection": (0.3, 256),
-    "meeting": (0.7, 256),
-    "vote": (0.2, 256),
-    "kill_scan": (0.2, 256),
-    "report": (0.2, 256),
-    "surveillance": (0.2, 256),
-    "emergency": (0.2, 256),
-    "move": (0.2, 512),
-    "mission": (0.2, 512),
-}
+Budget = tuple[float, int]
+"""A call's (temperature, max_tokens)."""
+
+BUDGETS: dict[str, Budget] = {}
+"""Temperature and token budget per call purpose (the reference implementation's), filled
+as each module, planner and reflector registers the purposes it asks under
+(`register_budgets`); read with `budget`."""
+_OWNERS: dict[str, str] = {}
+"""Purpose -> the component that registered its budget (for the error on a clash)."""
+
+
+class UnknownPurposeError(KeyError):
+    """A call's purpose has no budget: no registered module, planner or reflector asks
+    under it."""
+
+
+def register_budgets(owner: str, budgets: Mapping[str, Budget]) -> None:
+    """Register the budgets of the purposes `owner` (a module, planner or reflector) asks
+    under. A purpose two components share must have the same budget in both.
+
+    Raises:
+        ValueError: a purpose registered before with another budget.
+    """
+    for purpose, (temperature, max_tokens) in budgets.items():
+        value = (float(temperature), int(max_tokens))
+        if purpose in BUDGETS and BUDGETS[purpose] != value:
+            raise ValueError(
+                f"{owner}: purpose {purpose!r} has budget {BUDGETS[purpose]} already "
+                f"(registered by {_OWNERS[purpose]}); {owner} gives {value}"
+            )
+        BUDGETS.setdefault(purpose, value)
+        _OWNERS.setdefault(purpose, owner)
+
+
+def budget(purpose: str) -> Budget:
+    """The (temperature, max_tokens) of a call purpose.
+
+    Raises:
+        UnknownPurposeError: no registered component declared the purpose (never a
+            silent default: a call under a new purpose needs its budget registered).
+    """
+    try:
+        return BUDGETS[purpose]
+    except KeyError:
+        raise UnknownPurposeError(
+            f"no call budget for purpose {purpose!r}: the module, planner or reflector "
+            f"that asks under it declares it when it registers (known: "
+            f"{', '.join(sorted(BUDGETS)) or 'none'})"
+        ) from None
+
+
+SKILL_PURPOSES = frozenset({"planner", "planner_long"})
+"""The calls whose prompt shows the skill memory: the planners', as in the reference
+("the last 5 skills reach the planners only")."""
 
 
 @dataclass
@@ -82,17 +123,19 @@ class Toolkit:
         """A template of this agent's prompt style."""
         return load_prompt(name, self.spec.prompt)
 
-    def context(self) -> str:
-        """The dynamic part of every prompt: state view, memory, skills, plan."""
+    def context(self, purpose: str = "planner") -> str:
+        """The dynamic part of a prompt: state view, memory, plan, and for the planners'
+        calls (`SKILL_PURPOSES`) skills."""
         head = self.view_head
+        skills = self.skills_text if purpose in SKILL_PURPOSES else ""
         if head and self.view_text.startswith(head):
             rest = self.view_text[len(head) :].lstrip("\n")
-            parts = [head, *([self.skills_text] if self.skills_text else [])]
+            parts = [head, *([skills] if skills else [])]
             parts += [self.memory.text(), rest]
         else:
             parts = [self.view_text, self.memory.text()]
-            if self.skills_text:
-                parts.append(self.skills_text)
+            if skills:
+                parts.append(skills)
         if self.plan_text:
             parts.append(self.plan_text)
         return "\n\n".join(parts)
@@ -100,22 +143,23 @@ class Toolkit:
     async def ask(
         self, purpose: str, prompt: Prompt, *, image: bool = False, extra: str = "", **values: str
     ) -> dict[str, Any] | None:
-        """Ask the model: the module's template is the call's system text (after the
-        side's shared prefix), the state view, memory, skills and plan its user text."""
-        temperature, max_tokens = BUDGETS.get(purpose, (0.2, 256))
-        system = prompt.render(**values).strip()
-        if self.persona:
-            system = self.persona.strip() + "\n\n" + system
-        user = self.context() + (f"\n\n{extra}" if extra else "")
+        """Ask the model: after the side's shared prefix (and the persona, if any), the
+        user text is the context (state view, skills, memory, plan, `extra`) and, last,
+        the module's template as the call's question (see `harness_aria.calls`)."""
+        temperature, max_tokens = budget(purpose)
+        question = prompt.render(**values).strip()
+        user = self.context(purpose) + (f"\n\n{extra}" if extra else "")
         record = await ask(
             self.backend,
             purpose=purpose,
-            system=system,
+            system=self.persona.strip(),
             user=user,
+            question=question,
             prompts=[prompt],
             image=self.image if image else None,
             max_tokens=max_tokens,
             temperature=temperature,
+            cache_key=f"mineamongus-{self.obs.agent}",
         )
         self.calls.append(record)
         return record.parsed

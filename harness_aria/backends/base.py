@@ -51,6 +51,9 @@ class ModelRequest(BaseModel):
     """Ask for a JSON object answer where the API supports it."""
     purpose: str = ""
     """Which module or component asks (for logs and for the fake backend)."""
+    cache_key: str = ""
+    """Who asks, for providers that route prompt caches by a key (OpenAI's
+    `prompt_cache_key`); '' sends none."""
 
     def without_images(self) -> ModelRequest:
         """This request with every image dropped (the text-only switch)."""

@@ -129,6 +129,9 @@ class OpenAIBackend:
     provider: ClassVar[str] = "openai"
     default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     _max_tokens_param: ClassVar[str] = "max_completion_tokens"
+    _sends_cache_key: ClassVar[bool] = True
+    """Send a request's `cache_key` as `prompt_cache_key` (OpenAI routes requests with
+    one key to one prompt cache); servers that merely speak the API may refuse it."""
 
     def __init__(
         self,
@@ -198,6 +201,8 @@ class OpenAIBackend:
             params["reasoning_effort"] = sampling.reasoning_effort
         if request.json_mode and self.settings.json_mode:
             params["response_format"] = {"type": "json_object"}
+        if request.cache_key and self._sends_cache_key:
+            params["prompt_cache_key"] = request.cache_key
         return params
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -293,6 +298,7 @@ class OpenAICompatibleBackend(OpenAIBackend):
     provider: ClassVar[str] = "openai-compatible"
     default_key_env: ClassVar[str | None] = "OPENAI_COMPATIBLE_API_KEY"
     _max_tokens_param: ClassVar[str] = "max_tokens"
+    _sends_cache_key: ClassVar[bool] = False
 
     def __init__(
         self,

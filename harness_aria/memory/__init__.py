@@ -1,12 +1,8 @@
-"""Memories: what an agent keeps between steps (`window` or `semantic`)."""
+"""Memories: what an agent keeps between steps (`window` or `semantic`), registered by
+name (`register_memory`)."""
 
-from harness_aria.memory.base import Memory
+from harness_aria.memory.base import MEMORIES, Memory, register_memory
 from harness_aria.memory.semantic import SemanticMemory
 from harness_aria.memory.window import WindowMemory
 
-MEMORIES: dict[str, type[WindowMemory] | type[SemanticMemory]] = {
-    "window": WindowMemory,
-    "semantic": SemanticMemory,
-}
-
-__all__ = ["MEMORIES", "Memory", "SemanticMemory", "WindowMemory"]
+__all__ = ["MEMORIES", "Memory", "SemanticMemory", "WindowMemory", "register_memory"]

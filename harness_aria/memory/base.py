@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from typing import Protocol
+from collections.abc import Callable, Collection
+from typing import Any, Protocol, TypeVar, cast
 
 from controller.observation import Observation, OwnAction
+from harness_aria.spec import AriaSpec, Catalogue
 
 _LEASH = re.compile(
     r"approach: (?P<who>[A-Za-z_]+) is -?\d+(?:\.\d+)? blocks from where the approach "
@@ -44,6 +45,30 @@ class Memory(Protocol):
     def text(self) -> str:
         """The memory as prompt text."""
         ...
+
+
+MEMORIES: Catalogue[Memory] = Catalogue("memory")
+"""The memories by `AriaSpec.memory` value (`register_memory`); `MEMORIES.build(spec)`
+makes the spec's."""
+
+_M = TypeVar("_M", bound=type)
+
+
+def register_memory(
+    name: str, args: Callable[[AriaSpec], dict[str, Any]] | None = None
+) -> Callable[[_M], _M]:
+    """A class decorator registering a memory under its `AriaSpec.memory` value.
+
+    Args:
+        name: The spec value that selects it.
+        args: Its constructor's keyword arguments, read from the spec.
+    """
+
+    def add(cls: _M) -> _M:
+        MEMORIES.register(name, cast(Callable[..., Memory], cls), args)
+        return cls
+
+    return add
 
 
 ROUTINE_ENDINGS = frozenset({"ok", "timeout: step timeout"})

@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from controller.observation import Observation
-from harness_aria.memory.base import describe_action, worth_remembering
+from harness_aria.memory.base import describe_action, register_memory, worth_remembering
 
 NOTES_PER_PLAYER = 10
 OWN_ACTIONS_KEPT = 10
@@ -27,6 +27,7 @@ class Belief:
     """(step, what the player said)."""
 
 
+@register_memory("semantic", lambda spec: {"k": spec.window_k})
 class SemanticMemory:
     """Per-player suspicion, notes and claims; the last three meeting summaries.
 

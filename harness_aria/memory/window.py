@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections import deque
 
 from controller.observation import Observation
-from harness_aria.memory.base import describe_action, worth_remembering
+from harness_aria.memory.base import describe_action, register_memory, worth_remembering
 
 SHOWN = 5
 
 
+@register_memory("window", lambda spec: {"k": spec.window_k})
 class WindowMemory:
     """Keeps the last `k` steps of decisions, chat and notes; shows the last five.
 

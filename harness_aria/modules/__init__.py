@@ -1,26 +1,18 @@
-"""The eight decision modules, registered by name."""
+"""The decision modules, each registered by name in its own file (`registry`).
+
+Importing the package imports every file in it (`registry.discover`), so a module file
+that registers itself is offered with no other edit. `MODULES` is the reference's eight,
+on in every game, in the order the gym environment numbers them.
+"""
 
 from collections.abc import Callable
 
 from harness_aria.modules.base import Module, ModuleResult
-from harness_aria.modules.emergency import EmergencyModule
-from harness_aria.modules.kill import KillModule
-from harness_aria.modules.meeting import MeetingModule
-from harness_aria.modules.mission import MissionModule
-from harness_aria.modules.move import MoveModule
-from harness_aria.modules.report import ReportModule
-from harness_aria.modules.surveillance import SurveillanceModule
-from harness_aria.modules.vote import VoteModule
+from harness_aria.modules.registry import discover, register_module, registered
 
-MODULES: dict[str, Callable[[], Module]] = {
-    "KILL": KillModule,
-    "REPORT": ReportModule,
-    "SURVEILLANCE": SurveillanceModule,
-    "EMERGENCY": EmergencyModule,
-    "MEETING": MeetingModule,
-    "VOTE": VoteModule,
-    "MOVE": MoveModule,
-    "MISSION": MissionModule,
-}
+discover()
 
-__all__ = ["MODULES", "Module", "ModuleResult"]
+MODULES: dict[str, Callable[[], Module]] = {e.name: e.make for e in registered() if e.default}
+"""The modules on in every game by name (their classes), in the reference's order."""
+
+__all__ = ["MODULES", "Module", "ModuleResult", "register_module"]

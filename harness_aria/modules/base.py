@@ -1,9 +1,10 @@
-"""The decision-module interface."""
+"""The decision-module interface, and the optional hooks the agent loop calls."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from harness_aria.parsing import AnswerReader
 from harness_aria.toolkit import Choice, Toolkit
@@ -36,6 +37,38 @@ class Module(Protocol):
     async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
         """Decide and synthesise the program."""
         ...
+
+
+@runtime_checkable
+class FollowsUp(Protocol):
+    """A module with work at the step after a program: SURVEILLANCE judges the frame a
+    look behind turned to."""
+
+    async def follow_up(self, tk: Toolkit, last: Sequence[dict[str, Any]]) -> None:
+        """Called at each free-roam decision (not a continuation) before anything is
+        chosen, with the actions of the agent's last free-roam program (empty if none).
+        """
+        ...
+
+
+@runtime_checkable
+class Claims(Protocol):
+    """A module that may take a step before the planner is asked: KILL, whose ego
+    witness check of the half behind is due the step after the turn."""
+
+    def claim(self, step: int) -> Choice | None:
+        """The choice to run this module with at `step` unasked, or None."""
+        ...
+
+
+def followers(modules: Iterable[Module]) -> list[FollowsUp]:
+    """The modules with a follow-up hook, in the given order."""
+    return [m for m in modules if isinstance(m, FollowsUp)]
+
+
+def claimants(modules: Iterable[Module]) -> list[Claims]:
+    """The modules that may claim a step, in the given order."""
+    return [m for m in modules if isinstance(m, Claims)]
 
 
 def failed(tk: Toolkit, what: str) -> ModuleResult:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, failed, reader
+from harness_aria.modules.registry import register_module
+from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 
 
+def offered(obs: Observation, spec: AriaSpec) -> bool:
+    """Offered while the agent may press the button (its uses left, no lockout)."""
+    return obs.emergency_ready
+
+
+@register_module("EMERGENCY", budgets={"emergency": (0.2, 256)}, offered=offered, rank=30, number=3)
 class EmergencyModule:
     """Press the emergency button, or not."""
 

@@ -60,7 +60,9 @@ from typing import Any
 from controller.events import Vec3
 from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, failed, reader
+from harness_aria.modules.registry import Target, register_module
 from harness_aria.parsing import AnswerReader
+from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 
 STRIKE_REACH = 4.0
@@ -127,6 +129,26 @@ def _last_known(obs: Observation, player: str) -> Vec3 | None:
     return sighting.pos if sighting is not None else None
 
 
+def offered(obs: Observation, spec: AriaSpec) -> bool:
+    """Offered to an impostor whose kill is ready, with a crewmate it knows of: the
+    filtered observation's, so ego has one in its field of view, privileged one in sight
+    all around or on the roster (within the privileged radius)."""
+    prey = [
+        a
+        for a in {**obs.visible_players, **obs.roster}
+        if a not in obs.teammates and a != obs.agent and a not in obs.known_dead
+    ]
+    return obs.role == "impostor" and obs.kill_ready and bool(prey)
+
+
+@register_module(
+    "KILL",
+    budgets={"kill_scan": (0.2, 256)},
+    offered=offered,
+    rank=10,
+    target=Target("a player", order=3, roles=frozenset({"impostor"})),
+    number=0,
+)
 class KillModule:
     """Witness-aware kill with a stated reason for every decision that sends no strike."""
 
@@ -141,6 +163,11 @@ class KillModule:
         if self.pending is not None and self.pending.step == step - 1:
             return self.pending.target
         return None
+
+    def claim(self, step: int) -> Choice | None:
+        """The step after the ego turn: KILL again, unasked, for the behind check."""
+        target = self.scanning(step)
+        return Choice(module=self.name, target=target) if target is not None else None
 
     async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
         """One KILL decision: the behind scan if one is due, else hunt, scan or strike."""

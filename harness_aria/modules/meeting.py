@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from harness_aria.modules.base import ModuleResult, failed, reader
+from harness_aria.modules.registry import register_module
 from harness_aria.toolkit import Choice, Toolkit
 
 BLAME_DELTA = 0.15
 
 
+@register_module("MEETING", budgets={"meeting": (0.7, 256)}, phase="meeting", number=4)
 class MeetingModule:
     """Say one line in the meeting."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.observation import Observation
 from harness_aria.modules.base import (
     ModuleResult,
     failed,
@@ -11,9 +12,25 @@ from harness_aria.modules.base import (
     reader,
     station_listing,
 )
+from harness_aria.modules.registry import Target, register_module
+from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 
 
+def offered(obs: Observation, spec: AriaSpec) -> bool:
+    """Offered to an impostor (a fake task) and to a crewmate with a task pending."""
+    return obs.role == "impostor" or any(s not in obs.tasks_done for s in obs.tasks)
+
+
+@register_module(
+    "MISSION",
+    budgets={"mission": (0.2, 512)},
+    offered=offered,
+    rank=40,
+    target=Target("a station id", order=2),
+    continues=True,
+    number=7,
+)
 class MissionModule:
     """Walk to a station and stand at it for the task time."""
 

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, failed, planner_target, reader
+from harness_aria.modules.registry import Target, register_module
+from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 
 
+def offered(obs: Observation, spec: AriaSpec) -> bool:
+    """Always offered in free roam."""
+    return True
+
+
+@register_module(
+    "MOVE",
+    budgets={"move": (0.2, 512)},
+    offered=offered,
+    rank=50,
+    target=Target("a room id or a player to follow", order=1),
+    continues=True,
+    number=6,
+)
 class MoveModule:
     """Move somewhere; crewmates look around afterwards."""
 

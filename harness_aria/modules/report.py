@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import math
 
+from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, failed, reader
+from harness_aria.modules.registry import register_module
+from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 
 
+def offered(obs: Observation, spec: AriaSpec) -> bool:
+    """Offered with a body in sight (the filtered observation: an ego agent's only in
+    its field of view)."""
+    return bool(obs.visible_bodies)
+
+
+@register_module("REPORT", budgets={"report": (0.2, 256)}, offered=offered, rank=20, number=1)
 class ReportModule:
     """Report a body (or, for an impostor, decide to walk away)."""
 

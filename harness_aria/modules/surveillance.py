@@ -2,16 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, reader
+from harness_aria.modules.registry import register_module
+from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
 
 SUSPECT_DELTA = 0.1
 
 
+def offered(obs: Observation, spec: AriaSpec) -> bool:
+    """Offered to crewmates."""
+    return obs.role == "crewmate"
+
+
+def look_ran(obs: Observation) -> bool:
+    """Whether the last program's look behind was carried out: the program ended `ok`
+    (a program cut off at the step's end never reached its closing look, so its frame
+    is not the view behind). With no outcome reported, it is taken to have run."""
+    ended = [a for a in obs.own_actions if a.kind == "program_ended"]
+    return not ended or ended[-1].detail.startswith("ok")
+
+
+@register_module(
+    "SURVEILLANCE",
+    budgets={"surveillance": (0.2, 256)},
+    offered=offered,
+    rank=60,
+    number=2,
+)
 class SurveillanceModule:
     """Turn around (this step) and judge the view (next step)."""
 
     name = "SURVEILLANCE"
+
+    async def follow_up(self, tk: Toolkit, last: Sequence[dict[str, Any]]) -> None:
+        """A crewmate's last free-roam program looked behind (SURVEILLANCE, or the look
+        MOVE and MISSION end with) and the look ran: judge the frame it turned to."""
+        looked = any(a.get("op") == "look" and a.get("behind") for a in last)
+        if looked and tk.obs.role == "crewmate" and look_ran(tk.obs):
+            await self.observe(tk)
 
     async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
         """Look behind; the next observation's frame is judged by `observe`."""

@@ -16,12 +16,14 @@ can turn a meeting "skipped" into a "tie"), so only the word for it is read as o
 from __future__ import annotations
 
 from harness_aria.modules.base import ModuleResult, failed, reader
+from harness_aria.modules.registry import register_module
 from harness_aria.toolkit import Choice, Toolkit
 
 KEY = "vote_target"
 """The answer's ballot field, as the vote format asks for it."""
 
 
+@register_module("VOTE", budgets={"vote": (0.2, 256)}, phase="voting", number=5)
 class VoteModule:
     """Cast this agent's ballot."""
 

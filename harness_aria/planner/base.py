@@ -1,11 +1,14 @@
-"""The planner interface: pick this step's module."""
+"""The planner interface: pick this step's module; planners registered by name."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar, cast
 
 from harness_aria.modules.base import name_of, station_listing, text
-from harness_aria.toolkit import Choice, Toolkit
+from harness_aria.modules.registry import target_hints
+from harness_aria.spec import AriaSpec, Catalogue
+from harness_aria.toolkit import Budget, Choice, Toolkit, register_budgets
 
 
 class Planner(Protocol):
@@ -18,6 +21,35 @@ class Planner(Protocol):
         ...
 
 
+PLANNERS: Catalogue[Planner] = Catalogue("planning")
+"""The planners by `AriaSpec.planning` value (`register_planner`); `PLANNERS.build(spec)`
+makes the spec's."""
+
+_P = TypeVar("_P", bound=type)
+
+
+def register_planner(
+    name: str,
+    *,
+    budgets: Mapping[str, Budget],
+    args: Callable[[AriaSpec], dict[str, Any]] | None = None,
+) -> Callable[[_P], _P]:
+    """A class decorator registering a planner under its `AriaSpec.planning` value.
+
+    Args:
+        name: The spec value that selects it.
+        budgets: (temperature, max_tokens) of each call purpose it asks under.
+        args: Its constructor's keyword arguments, read from the spec.
+    """
+
+    def add(cls: _P) -> _P:
+        register_budgets(f"planner {name!r}", budgets)
+        PLANNERS.register(name, cast(Callable[..., Planner], cls), args)
+        return cls
+
+    return add
+
+
 def stations(tk: Toolkit) -> list[int]:
     """The stations MISSION may use: a crewmate's pending tasks, any for an impostor."""
     if tk.impostor:
@@ -26,14 +58,19 @@ def stations(tk: Toolkit) -> list[int]:
 
 
 def planner_values(tk: Toolkit, allowed: list[str]) -> dict[str, str]:
-    """The placeholders of a planner template: the modules offered and, with MISSION
-    among them, the stations it may use (so a MISSION target names one), unless the
-    state view lists them already (a privileged crewmate's "Your tasks")."""
+    """The placeholders of a planner template: the modules offered; with MISSION among
+    them, the stations it may use (so a MISSION target names one), unless the state view
+    lists them already (a privileged crewmate's "Your tasks"); and what `target` names
+    for each module of the agent's role that takes one (`registry.target_hints`)."""
     line = ""
     listed = not tk.impostor and tk.spec.state == "privileged"
     if "MISSION" in allowed and not listed and (ids := stations(tk)):
         line = f"\nStations you may use: {station_listing(tk, ids)}"
-    return {"modules": ", ".join(allowed), "stations_line": line}
+    return {
+        "modules": ", ".join(allowed),
+        "stations_line": line,
+        "targets": target_hints(tk.spec, tk.obs.role),
+    }
 
 
 def parse_choice(answer: dict[str, Any], allowed: list[str]) -> Choice | None:

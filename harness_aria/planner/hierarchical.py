@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from harness_aria.modules.base import text
-from harness_aria.planner.base import parse_choice, planner_values
+from harness_aria.planner.base import parse_choice, planner_values, register_planner
 from harness_aria.toolkit import Choice, Toolkit
 
 PLAN_FIELD = ', "plan": "your next few steps in one sentence"'
 
 
+@register_planner(
+    "hierarchical",
+    budgets={"planner": (0.3, 256), "planner_long": (0.3, 256)},
+    args=lambda spec: {"replan_every": spec.replan_every},
+)
 class HierarchicalPlanner:
     """Every `replan_every` calls a strategy call; each step a short-term call under it.
 
@@ -43,6 +48,7 @@ class HierarchicalPlanner:
             plan_field=PLAN_FIELD,
             modules=values["modules"],
             stations_line=values["stations_line"],
+            targets=values["targets"],
         )
         choice = parse_choice(answer, allowed) if answer is not None else None
         if choice is not None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from harness_aria.planner.base import parse_choice, planner_values
+from harness_aria.planner.base import parse_choice, planner_values, register_planner
 from harness_aria.toolkit import Choice, Toolkit
 
 
+@register_planner("reactive", budgets={"planner": (0.3, 256)})
 class ReactivePlanner:
     """One model call per step; its reasoning is also the plan."""
 
@@ -22,6 +23,7 @@ class ReactivePlanner:
             plan_field="",
             modules=values["modules"],
             stations_line=values["stations_line"],
+            targets=values["targets"],
         )
         choice = parse_choice(answer, allowed) if answer is not None else None
         if choice is not None:

@@ -1,7 +1,14 @@
-"""Reflection settings (`off`, `on`), registered by name."""
+"""Reflection settings (`off`, `on`), registered by name (`register_reflector`)."""
 
-from harness_aria.reflection.base import Reflector, Skill
+from harness_aria.reflection.base import REFLECTORS, Reflector, Skill, register_reflector
 from harness_aria.reflection.meeting import MeetingReflection
 from harness_aria.reflection.off import NoReflection
 
-__all__ = ["MeetingReflection", "NoReflection", "Reflector", "Skill"]
+__all__ = [
+    "REFLECTORS",
+    "MeetingReflection",
+    "NoReflection",
+    "Reflector",
+    "Skill",
+    "register_reflector",
+]

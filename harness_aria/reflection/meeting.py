@@ -17,7 +17,7 @@ from typing import Any
 
 from harness_aria.modules.base import reader
 from harness_aria.parsing import AnswerReader
-from harness_aria.reflection.base import Skill
+from harness_aria.reflection.base import Skill, register_reflector
 from harness_aria.toolkit import Toolkit
 
 MAX_DELTA = 0.3
@@ -25,6 +25,9 @@ SHOWN = 5
 SKILL_FIELDS = ("situation", "behavior", "outcome")
 
 
+@register_reflector(
+    "on", budgets={"reflection": (0.3, 256)}, args=lambda spec: {"cap": spec.skill_cap}
+)
 class MeetingReflection:
     """Reflects after every meeting; keeps up to `cap` skills, first in, first out."""
 

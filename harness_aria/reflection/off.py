@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from harness_aria.reflection.base import register_reflector
 from harness_aria.toolkit import Toolkit
 
 
+@register_reflector("off")
 class NoReflection:
     """The `off` setting."""
 

@@ -191,14 +191,11 @@ class Answers:
             if m.role == "user"
         ]
 
-    def system(self, purpose: str) -> list[str]:
-        """The system texts sent for a purpose, in order."""
+    def prompt(self, purpose: str) -> list[str]:
+        """The whole prompt of each request of a purpose, in order: its messages' texts
+        joined (prefix, then the user text ending with the call's question)."""
         return [
-            m.text
-            for r in self.requests
-            if r.purpose == purpose
-            for m in r.messages
-            if m.role == "system"
+            "\n\n".join(m.text for m in r.messages) for r in self.requests if r.purpose == purpose
         ]
 
     def purposes(self) -> list[str]:

@@ -132,6 +132,9 @@ def test_reflection_axis_adds_reflection_and_skills(tmp_path: Path) -> None:
         assert "reflection" not in crew_off.purposes()
         assert any("Skills that worked before" in t for t in crew_on.texts("planner"))
         assert not any("Skills that worked before" in t for t in crew_off.texts("planner"))
+        # skills steer the plan: the module calls after it are not sent them
+        for purpose in set(crew_on.purposes()) - {"planner", "planner_long"}:
+            assert not any("Skills that worked before" in t for t in crew_on.texts(purpose))
         return
     pytest.fail("no seed produced a meeting with reflection on")
 
@@ -294,3 +297,11 @@ def test_continuation_is_logged_apart_from_decisions_and_makes_no_call(tmp_path:
     assert free_roam and all(
         any(isinstance(d, Decision) and d.step == s for d in off) for s in free_roam
     )
+
+
+def test_every_request_carries_its_agents_cache_key(tmp_path: Path) -> None:
+    """One agent's calls share a cache key (OpenAI's `prompt_cache_key`), agents differ."""
+    _, crew, imp = play(tmp_path, rules={"max_steps": 4})
+    keys = {r.cache_key for r in crew.requests + imp.requests}
+    assert all(k.startswith("mineamongus-") for k in keys)
+    assert len(keys) == 8  # one per player

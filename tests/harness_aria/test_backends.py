@@ -209,6 +209,28 @@ def test_price_lookup_accepts_dated_snapshots_only() -> None:
 # -- OpenAI-compatible ------------------------------------------------------------------------
 
 
+def test_openai_sends_the_cache_key_as_prompt_cache_key(
+    mock_api: StartServer, fast: BackendSettings
+) -> None:
+    api = mock_api()
+    backend = make_backend("openai:gpt-4.1-mini", base_url=api.openai_base_url, settings=fast)
+    run(backend, text_request(cache_key="mineamongus-red"))
+    run(backend, text_request())
+    keyed, unkeyed = api.requests
+    assert keyed.body["prompt_cache_key"] == "mineamongus-red"
+    assert "prompt_cache_key" not in unkeyed.body
+
+
+def test_openai_compatible_never_sends_a_cache_key(
+    mock_api: StartServer, fast: BackendSettings
+) -> None:
+    # servers that merely speak the API may refuse a field they do not know
+    api = mock_api()
+    backend = make_backend("openai-compatible:qwen", base_url=api.openai_base_url, settings=fast)
+    run(backend, text_request(cache_key="mineamongus-red"))
+    assert "prompt_cache_key" not in api.requests[0].body
+
+
 def test_openai_compatible_needs_no_key(mock_api: StartServer, fast: BackendSettings) -> None:
     api = mock_api()
     backend = make_backend(

@@ -132,13 +132,10 @@ class Answers:
             return value
         return json.dumps(value) if value is not None else answer(request)
 
-    def system(self, purpose: str) -> list[str]:
+    def prompt(self, purpose: str) -> list[str]:
+        """The whole prompt of each request of a purpose (its messages' texts joined)."""
         return [
-            m.text
-            for r in self.requests
-            if r.purpose == purpose
-            for m in r.messages
-            if m.role == "system"
+            "\n\n".join(m.text for m in r.messages) for r in self.requests if r.purpose == purpose
         ]
 
     def purposes(self) -> list[str]:
@@ -156,7 +153,7 @@ def decide(aria: AriaAgent, obs: Observation) -> AgentDecision:
 
 
 def offered(answers: Answers) -> str:
-    return answers.system("planner")[-1].split("Modules you may choose: ")[1].split(".")[0]
+    return answers.prompt("planner")[-1].split("Modules you may choose: ")[1].split(".")[0]
 
 
 def strike(decision: AgentDecision) -> dict[str, Any] | None:
@@ -200,7 +197,7 @@ def test_lone_target_at_3_blocks_is_struck(state: str) -> None:
     second = decide(aria, after_follow(state, 1.0))
     assert second.module == "KILL" and second.program[0] == {"op": "look", "behind": True}
     assert_strike(second, state)
-    scans = answers.system("kill_scan")
+    scans = answers.prompt("kill_scan")
     assert "view ahead of you" in scans[0] and "view behind you" in scans[1]
 
 

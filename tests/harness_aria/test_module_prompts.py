@@ -109,7 +109,8 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
     prefixes = set()
     for call in calls:
         sent = call["sent"]
-        for key in ("prefix_sha256", "system_sha256", "user_sha256"):
+        assert sent["system_sha256"] is None  # ARIA sends no persona text
+        for key in ("prefix_sha256", "user_sha256"):
             assert sent[key] in stored, (key, call["purpose"])
         assert sent["image_sha256"] is None
         prefixes.add(sent["prefix_sha256"])
@@ -121,9 +122,7 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
         assert not PICTURE_WORDS.search(text), sha
     size = sum(p.stat().st_size for p in folder.glob("*.txt"))
     texts_sent = sum(
-        len(stored[c["sent"][k]].encode())
-        for c in calls
-        for k in ("prefix_sha256", "system_sha256", "user_sha256")
+        len(stored[c["sent"][k]].encode()) for c in calls for k in ("prefix_sha256", "user_sha256")
     )
     assert size < texts_sent  # de-duplicated
     with capsys.disabled():
@@ -167,10 +166,15 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
             sent = call["sent"]
             parts = [
                 (stored / f"{sent[k]}.txt").read_text()
-                for k in ("prefix_sha256", "system_sha256", "user_sha256")
+                for k in ("prefix_sha256", "user_sha256")
                 if sent[k]
             ]
             whole = "\n".join(parts)
+            # the call's question comes last, after the context an agent's successive
+            # calls share (what a provider's prompt cache can match)
+            user = (stored / f"{sent['user_sha256']}.txt").read_text()
+            assert user.rstrip().splitlines()[-1].startswith("Answer as JSON"), call["purpose"]
+            assert sent["system_sha256"] is None
             role = roles[d.agent]
             purposes[role].add(call["purpose"])
             group = PREFIX_GROUPS[call["purpose"]]

@@ -16,7 +16,7 @@ from world.spec import load_map
 
 
 def modules_offered(answers: Any) -> str:
-    system = answers.system("planner")[-1]
+    system = answers.prompt("planner")[-1]
     return system.split("Modules you may choose:")[1].split(".")[0]
 
 
@@ -67,7 +67,7 @@ def test_ego_agent_cannot_target_or_remember_a_player_behind_it(scene: Any) -> N
     answers, agent, decision = results["ahead"]
     assert "KILL" in modules_offered(answers)
     assert decision.module == "KILL" and "kill_scan" in answers.purposes()
-    assert "checking whether it is safe to kill blue" in answers.system("kill_scan")[0]
+    assert "checking whether it is safe to kill blue" in answers.prompt("kill_scan")[0]
     assert "Blue (4.0 blocks, ahead)" in decision.view_text
     assert "saw blue" in agent.memory.text()
 
@@ -78,7 +78,7 @@ def test_ego_kill_never_reaches_a_player_out_of_view(scene: Any) -> None:
     which has green in sight all around, does go for green when it is named."""
 
     def involves_green(answers: Any, decision: Any) -> bool:
-        scans = " ".join(answers.system("kill_scan"))
+        scans = " ".join(answers.prompt("kill_scan"))
         acts = [a.get("target") or a.get("agent") for a in decision.program]
         return "safe to kill green" in scans or "green" in acts
 

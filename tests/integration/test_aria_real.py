@@ -118,7 +118,8 @@ def test_every_decision_is_recorded_with_its_calls(
             assert c["latency_ms"] >= 0 and "raw" in c
             assert c["finish_reason"] in ("stop", "end_turn") and not c["truncated"]
             assert "temperature" in c["settings"]  # both providers, the same rule
-            for key in ("prefix_sha256", "system_sha256", "user_sha256"):
+            assert c["sent"]["system_sha256"] is None  # ARIA sends no persona text
+            for key in ("prefix_sha256", "user_sha256"):
                 assert (out / "prompts" / f"{c['sent'][key]}.txt").is_file()
             assert (c["sent"]["image_sha256"] is not None) == c["image"]
 
