@@ -157,7 +157,7 @@ class OpenAIBackend:
         if not model:
             raise ValueError(f"{self.provider}: a model name is required ({self.provider}:MODEL)")
         self.model = model
-        self.address = f"{self.provider}:{model}"
+        self.address = f"{self._address_name()}:{model}"
         self.base_url = base_url
         self.vision = not text_only
         self.settings = settings or BackendSettings()
@@ -204,6 +204,10 @@ class OpenAIBackend:
         if request.cache_key and self._sends_cache_key:
             params["prompt_cache_key"] = request.cache_key
         return params
+
+    def _address_name(self) -> str:
+        """What the address starts with (the provider's name)."""
+        return self.provider
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Run one request with retries.
@@ -307,6 +311,7 @@ class OpenAICompatibleBackend(OpenAIBackend):
         base_url: str | None = None,
         text_only: bool = False,
         settings: BackendSettings | None = None,
+        name: str | None = None,
     ) -> None:
         """Create the backend.
 
@@ -315,6 +320,8 @@ class OpenAICompatibleBackend(OpenAIBackend):
             base_url: The server's URL ending in `/v1`; required.
             text_only: Drop images from every request.
             settings: Timeouts, retries, JSON mode, key variable, prices.
+            name: The provider's name in `providers.toml` (the address is then
+                `NAME:MODEL`); None for `openai-compatible:MODEL`.
 
         Raises:
             ValueError: No base_url, or an empty model name.
@@ -324,7 +331,11 @@ class OpenAICompatibleBackend(OpenAIBackend):
                 f"openai-compatible:{model} needs a server URL: pass --base-url "
                 "(e.g. http://127.0.0.1:8000/v1)"
             )
+        self._name = name
         super().__init__(model, base_url=base_url, text_only=text_only, settings=settings)
+
+    def _address_name(self) -> str:
+        return self._name or self.provider
 
     def _api_key(self) -> str:
         env_name = self.settings.api_key_env or self.default_key_env

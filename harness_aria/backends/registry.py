@@ -1,5 +1,6 @@
 """Backends by address: `fake`, `fake:NAME`, `openai:MODEL`, `anthropic:MODEL`,
-`openai-compatible:MODEL` (with a base URL).
+`openai-compatible:MODEL` (with a base URL), and `NAME:MODEL` for each OpenAI-compatible
+provider of `providers.toml` (or the user's `MINEAMONGUS_PROVIDERS` file).
 
 `make_backend` builds one; `check_credentials` tells, before anything starts, whether it
 could be built. An address never holds a key, so `make_backend(backend.address, ...)`
@@ -16,6 +17,7 @@ from typing import NamedTuple, Protocol
 from harness_aria.backends.base import Backend, CredentialsError
 from harness_aria.backends.common import missing_key_message
 from harness_aria.backends.fake import FakeBackend
+from harness_aria.backends.providers import Provider, load_providers
 from harness_aria.backends.settings import BackendSettings
 
 VALID_FORMS = (
@@ -24,6 +26,7 @@ VALID_FORMS = (
     "openai:MODEL",
     "anthropic:MODEL",
     "openai-compatible:MODEL (with --base-url)",
+    "PROVIDER:MODEL (an OpenAI-compatible provider of providers.toml)",
 )
 """The address forms, as shown in error messages."""
 
@@ -86,10 +89,25 @@ def _openai_compatible(
     base_url: str | None = None,
     text_only: bool = False,
     settings: BackendSettings | None = None,
+    provider: Provider | None = None,
 ) -> Backend:
     from harness_aria.backends.openai_backend import OpenAICompatibleBackend
 
-    return OpenAICompatibleBackend(model, base_url=base_url, text_only=text_only, settings=settings)
+    if provider is not None:
+        settings = settings or BackendSettings()
+        update: dict[str, object] = {}
+        if provider.key_env and not settings.api_key_env:
+            update["api_key_env"] = provider.key_env
+        if provider.json_mode is not None:
+            update["json_mode"] = provider.json_mode and settings.json_mode
+        settings = settings.model_copy(update=update) if update else settings
+    return OpenAICompatibleBackend(
+        model,
+        base_url=base_url or (provider.base_url if provider else None),
+        text_only=text_only,
+        settings=settings,
+        name=provider.name if provider else None,
+    )
 
 
 BACKENDS: Mapping[str, BackendFactory] = MappingProxyType(
@@ -112,7 +130,7 @@ class Address(NamedTuple):
     """A parsed backend address."""
 
     provider: str
-    """`fake`, `openai`, `anthropic` or `openai-compatible`."""
+    """`fake`, `openai`, `anthropic`, `openai-compatible` or a provider's name."""
     model: str
     """Everything after the first `:` (model names may contain `:`); empty for bare `fake`."""
 
@@ -132,8 +150,13 @@ def parse_address(address: str) -> Address:
     provider, _, model = address.strip().partition(":")
     provider = provider.strip()
     model = model.strip()
-    if provider not in BACKENDS or (provider != "fake" and not model):
-        raise ValueError(f"bad backend address {address!r}; valid forms: {', '.join(VALID_FORMS)}")
+    known = provider in BACKENDS or provider in load_providers()
+    if not known or (provider != "fake" and not model):
+        names = ", ".join(load_providers()) or "none"
+        raise ValueError(
+            f"bad backend address {address!r}; valid forms: {', '.join(VALID_FORMS)} "
+            f"(providers: {names})"
+        )
     return Address(provider, model)
 
 
@@ -169,6 +192,15 @@ def make_backend(
     """
     parsed = parse_address(address)
     _require_base_url(parsed, base_url)
+    if parsed.provider not in BACKENDS:
+        provider = load_providers()[parsed.provider]
+        return _openai_compatible(
+            parsed.model,
+            base_url=base_url,
+            text_only=text_only,
+            settings=settings,
+            provider=provider,
+        )
     factory = BACKENDS[parsed.provider]
     return factory(parsed.model, base_url=base_url, text_only=text_only, settings=settings)
 
@@ -189,6 +221,12 @@ def check_credentials(
     """
     parsed = parse_address(address)
     _require_base_url(parsed, base_url)
+    provider = load_providers().get(parsed.provider) if parsed.provider not in BACKENDS else None
+    if provider is not None:
+        env_name = (settings.api_key_env if settings else None) or provider.key_env
+        if provider.key_required and env_name and not os.environ.get(env_name, "").strip():
+            raise CredentialsError(missing_key_message(env_name))
+        return
     default_env = _KEY_ENV.get(parsed.provider)
     if default_env is None:
         return  # fake and openai-compatible need no key
