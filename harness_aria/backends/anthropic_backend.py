@@ -27,22 +27,15 @@ from anthropic.types import ContentBlockParam, MessageParam, TextBlockParam
 from anthropic.types import Message as AnthropicMessage
 
 from harness_aria.backends.base import Message, ModelRequest, ModelResponse
-from harness_aria.backends.common import LoopBoundClient, require_key
 from harness_aria.backends.retry import (
     RETRYABLE,
     Failure,
-    Retrier,
     parse_retry_after,
     request_url,
     status_class,
 )
-from harness_aria.backends.settings import (
-    BackendSettings,
-    Sampling,
-    price_for,
-    resolve_sampling,
-    warn_unpriced,
-)
+from harness_aria.backends.sdk import SDKBackend
+from harness_aria.backends.settings import Sampling
 
 # Spend and billing limits are not worth retrying: they do not lift within a game.
 _QUOTA_CODES = frozenset({"enforced_spend_limit_reached", "contract_spend_limit_reached"})
@@ -136,62 +129,30 @@ def classify_anthropic_error(exc: BaseException) -> Failure | None:
     return None
 
 
-class AnthropicBackend:
-    """`anthropic:MODEL`: the Anthropic messages API (key from `ANTHROPIC_API_KEY`)."""
+class AnthropicBackend(SDKBackend[anthropic.AsyncAnthropic]):
+    """`anthropic:MODEL`: the Anthropic messages API (key from `ANTHROPIC_API_KEY`).
+
+    No network traffic until the first call; a `base_url` is given without `/v1` (the
+    SDK appends `/v1/messages`): a trailing `/v1` is removed so one `--base-url` serves
+    both SDKs. `settings.json_mode` has no effect. See `SDKBackend` for the arguments.
+    """
 
     provider: ClassVar[str] = "anthropic"
-    default_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+    default_key_env: ClassVar[str | None] = "ANTHROPIC_API_KEY"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        text_only: bool = False,
-        settings: BackendSettings | None = None,
-    ) -> None:
-        """Create the backend (no network traffic until the first call).
+    def _endpoint(self, base_url: str | None) -> str | None:
+        return _TRAILING_V1.sub("", base_url) if base_url else None
 
-        Args:
-            model: The model name, e.g. `claude-haiku-4-5`.
-            base_url: Another endpoint, without `/v1` (the SDK appends `/v1/messages`);
-                a trailing `/v1` is removed so one `--base-url` serves both SDKs.
-            text_only: Drop images from every request.
-            settings: Timeouts, retries, key variable, prices (`json_mode` has no effect).
-
-        Raises:
-            ValueError: The model name is empty.
-            CredentialsError: The key variable is unset.
-        """
-        if not model:
-            raise ValueError("anthropic: a model name is required (anthropic:MODEL)")
-        self.model = model
-        self.address = f"{self.provider}:{model}"
-        self.base_url = _TRAILING_V1.sub("", base_url) if base_url else None
-        self.vision = not text_only
-        self.settings = settings or BackendSettings()
-        key = require_key(self.settings.api_key_env or self.default_key_env)
-        self._retrier = Retrier(self.address, self.settings, secrets=(key,))
-        root = self.base_url
-        timeout = self.settings.timeout_s
-
-        def build() -> anthropic.AsyncAnthropic:
-            # max_retries=0: every try goes through our Retrier, so it is counted and logged.
-            # Our own http client (with the SDK's defaults): see openai_backend.py for why.
-            return anthropic.AsyncAnthropic(
-                api_key=key,
-                base_url=root,
-                max_retries=0,
-                timeout=timeout,
-                http_client=anthropic.DefaultAsyncHttpxClient(timeout=timeout),
-            )
-
-        self._clients = LoopBoundClient(build)
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(address={self.address!r}, base_url={self.base_url!r}, "
-            f"vision={self.vision})"
+    def _new_client(
+        self, key: str, base_url: str | None, timeout: float
+    ) -> anthropic.AsyncAnthropic:
+        # Our own http client (with the SDK's defaults): see openai_backend.py for why.
+        return anthropic.AsyncAnthropic(
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout,
+            http_client=anthropic.DefaultAsyncHttpxClient(timeout=timeout),
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -207,15 +168,8 @@ class AnthropicBackend:
         Raises:
             BackendError: A final failure (see `harness_aria.backends.base.ErrorClass`).
         """
-        if not self.vision:
-            request = request.without_images()
+        request, sampling = self._prepare(request)
         system, conversation = to_anthropic(request.messages)
-        sampling = resolve_sampling(
-            self.model,
-            self.settings.model,
-            temperature=request.temperature,
-            max_tokens=request.max_tokens,
-        )
         extra_body = anthropic_extra_body(sampling)
         effort = _EFFORT.get(sampling.reasoning_effort or "")
         started = time.perf_counter()
@@ -239,19 +193,13 @@ class AnthropicBackend:
         usage = message.usage
         cache_read = usage.cache_read_input_tokens or 0
         cache_write = usage.cache_creation_input_tokens or 0
-        price = price_for(self.model, self.settings.prices) or price_for(
-            message.model, self.settings.prices
+        cost = self._cost(
+            message.model,
+            uncached_in=usage.input_tokens,
+            cached_in=cache_read,
+            cache_write_in=cache_write,
+            out=usage.output_tokens,
         )
-        cost: float | None = None
-        if price is not None:
-            cost = price.cost(
-                uncached_in=usage.input_tokens,
-                cached_in=cache_read,
-                cache_write_in=cache_write,
-                out=usage.output_tokens,
-            )
-        else:
-            warn_unpriced(self.model)
         sent = sampling.sent()
         sent.pop("seed", None)
         sent.pop("image_detail", None)
@@ -269,10 +217,3 @@ class AnthropicBackend:
             sent=sent,
             finish_reason=str(message.stop_reason or ""),
         )
-
-    async def aclose(self) -> None:
-        """Close the SDK client of the running loop (optional; clients also die with it)."""
-        client = self._clients.current()
-        if client is not None:
-            await client.close()
-        self._clients.forget()

@@ -19,23 +19,15 @@ from openai.types.chat import (
 )
 
 from harness_aria.backends.base import BackendError, Message, ModelRequest, ModelResponse
-from harness_aria.backends.common import LoopBoundClient, require_key
 from harness_aria.backends.retry import (
     RETRYABLE,
     Failure,
-    Retrier,
     parse_retry_after,
     request_url,
     status_class,
 )
-from harness_aria.backends.settings import (
-    BackendSettings,
-    ImageDetail,
-    Sampling,
-    price_for,
-    resolve_sampling,
-    warn_unpriced,
-)
+from harness_aria.backends.sdk import SDKBackend
+from harness_aria.backends.settings import BackendSettings, ImageDetail, Sampling
 
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
 
@@ -123,8 +115,12 @@ def classify_openai_error(exc: BaseException) -> Failure | None:
     return None
 
 
-class OpenAIBackend:
-    """`openai:MODEL`: the OpenAI chat completions API (key from `OPENAI_API_KEY`)."""
+class OpenAIBackend(SDKBackend[openai.AsyncOpenAI]):
+    """`openai:MODEL`: the OpenAI chat completions API (key from `OPENAI_API_KEY`).
+
+    No network traffic until the first call; a `base_url` (a proxy, the mock server in
+    tests) must end in `/v1` like the SDK expects. See `SDKBackend` for the arguments.
+    """
 
     provider: ClassVar[str] = "openai"
     default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
@@ -133,63 +129,17 @@ class OpenAIBackend:
     """Send a request's `cache_key` as `prompt_cache_key` (OpenAI routes requests with
     one key to one prompt cache); servers that merely speak the API may refuse it."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        text_only: bool = False,
-        settings: BackendSettings | None = None,
-    ) -> None:
-        """Create the backend (no network traffic until the first call).
-
-        Args:
-            model: The model name, e.g. `gpt-4.1-mini`.
-            base_url: Another endpoint (a proxy, or the mock server in tests); must end
-                in `/v1` like the SDK expects.
-            text_only: Drop images from every request.
-            settings: Timeouts, retries, JSON mode, key variable, prices.
-
-        Raises:
-            ValueError: The model name is empty.
-            CredentialsError: The key variable is unset.
-        """
-        if not model:
-            raise ValueError(f"{self.provider}: a model name is required ({self.provider}:MODEL)")
-        self.model = model
-        self.address = f"{self._address_name()}:{model}"
-        self.base_url = base_url
-        self.vision = not text_only
-        self.settings = settings or BackendSettings()
-        key = self._api_key()
-        self._retrier = Retrier(self.address, self.settings, secrets=(key,))
-        timeout = self.settings.timeout_s
-
-        def build() -> openai.AsyncOpenAI:
-            # max_retries=0: every try goes through our Retrier, so it is counted and logged.
-            # Our own http client (with the SDK's defaults): the SDK's default one schedules
-            # its closing on whatever loop runs when it is collected, which fails loudly when
-            # its own loop is gone.
-            return openai.AsyncOpenAI(
-                api_key=key,
-                base_url=base_url,
-                max_retries=0,
-                timeout=timeout,
-                http_client=openai.DefaultAsyncHttpxClient(timeout=timeout),
-            )
-
-        self._clients = LoopBoundClient(build)
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(address={self.address!r}, base_url={self.base_url!r}, "
-            f"vision={self.vision})"
+    def _new_client(self, key: str, base_url: str | None, timeout: float) -> openai.AsyncOpenAI:
+        # Our own http client (with the SDK's defaults): the SDK's default one schedules
+        # its closing on whatever loop runs when it is collected, which fails loudly when
+        # its own loop is gone.
+        return openai.AsyncOpenAI(
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout,
+            http_client=openai.DefaultAsyncHttpxClient(timeout=timeout),
         )
-
-    def _api_key(self) -> str:
-        env_name = self.settings.api_key_env or self.default_key_env
-        assert env_name is not None
-        return require_key(env_name)
 
     def _extra_params(self, request: ModelRequest, sampling: Sampling) -> dict[str, Any]:
         params: dict[str, Any] = {self._max_tokens_param: sampling.max_tokens}
@@ -205,10 +155,6 @@ class OpenAIBackend:
             params["prompt_cache_key"] = request.cache_key
         return params
 
-    def _address_name(self) -> str:
-        """What the address starts with (the provider's name)."""
-        return self.provider
-
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Run one request with retries.
 
@@ -221,14 +167,7 @@ class OpenAIBackend:
         Raises:
             BackendError: A final failure (see `harness_aria.backends.base.ErrorClass`).
         """
-        if not self.vision:
-            request = request.without_images()
-        sampling = resolve_sampling(
-            self.model,
-            self.settings.model,
-            temperature=request.temperature,
-            max_tokens=request.max_tokens,
-        )
+        request, sampling = self._prepare(request)
         messages = to_openai_messages(request.messages, sampling.image_detail)
         params = self._extra_params(request, sampling)
         started = time.perf_counter()
@@ -259,16 +198,12 @@ class OpenAIBackend:
         tokens_out = usage.completion_tokens if usage else 0
         details = usage.prompt_tokens_details if usage else None
         cached = (details.cached_tokens or 0) if details else 0
-        price = price_for(self.model, self.settings.prices) or price_for(
-            completion.model, self.settings.prices
+        cost = self._cost(
+            completion.model,
+            uncached_in=max(0, tokens_in - cached),
+            cached_in=cached,
+            out=tokens_out,
         )
-        cost: float | None = None
-        if price is not None:
-            cost = price.cost(
-                uncached_in=max(0, tokens_in - cached), cached_in=cached, out=tokens_out
-            )
-        else:
-            warn_unpriced(self.model)
         return ModelResponse(
             text=choice.message.content or "",
             model=completion.model or self.model,
@@ -281,13 +216,6 @@ class OpenAIBackend:
             sent=sampling.sent(),
             finish_reason=str(choice.finish_reason or ""),
         )
-
-    async def aclose(self) -> None:
-        """Close the SDK client of the running loop (optional; clients also die with it)."""
-        client = self._clients.current()
-        if client is not None:
-            await client.close()
-        self._clients.forget()
 
 
 class OpenAICompatibleBackend(OpenAIBackend):
