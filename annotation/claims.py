@@ -29,6 +29,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -624,29 +625,13 @@ class RuleExtractor:
         return [c for _, cs in sorted(found, key=lambda x: x[0]) for c in cs]
 
 
-EXTRACTION_PROMPT = """You read statements from a social deduction game like Among Us, \
-played on a spaceship in Minecraft. Players discuss in meetings to find the impostors.
-Rooms of the ship: {rooms} (corridors between rooms are "hallway").
-Players: {players}.
-
-Extract every checkable claim in the statement below, made by player "{speaker}" in \
-meeting {meeting}. Answer with a JSON object {{"claims": [...]}}; each claim is one of:
-- {{"type": "location", "subject": P, "room": R, "temporal": T}}; for an ordered route \
-of several rooms use "route": [R1, R2, ...] instead of "room".
-- {{"type": "sighting", "subject": P, "target": P2, "room": R or null, "temporal": T}}
-- {{"type": "activity", "subject": P, "activity": A, "room": R or null, "temporal": T}} \
-with A one of: task, report, call_meeting, wait, travel, kill.
-- {{"type": "accusation", "subject": ACCUSER, "target": P2, "confidence": \
-"strong" | "moderate" | "weak"}}
-- {{"type": "defense", "subject": DEFENDER, "target": DEFENDED}}
-P is a player name from the list ("I" means "{speaker}"); R a room from the list.
-T is the time phrase as said ("at the start", "the whole time", "mostly", \
-"before the body was found", "until step 5", ...) or null when none is given.
-Do not invent claims, do not repeat a claim, keep a route in the speaker's order.
-
-Statement by {speaker}: "{message}"
-"""
-"""The extraction prompt; `PROMPT_VERSION` is its hash, part of every cache key."""
+EXTRACTION_PROMPT = (
+    resources.files("annotation")
+    .joinpath("prompts/claim_extraction.txt")
+    .read_text(encoding="utf-8")
+)
+"""The extraction prompt (`annotation/prompts/claim_extraction.txt`, a `str.format`
+template); `PROMPT_VERSION` is its hash, part of every cache key."""
 
 PROMPT_VERSION = "claims-v1-" + hashlib.sha256(EXTRACTION_PROMPT.encode()).hexdigest()[:12]
 """Changes whenever the prompt's text changes, so cached answers never outlive it."""
