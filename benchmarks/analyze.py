@@ -7,7 +7,7 @@ findings plus synthetic judge findings of every atom), then times
 which `analyze` reuses from its output folder, is run first and timed on its own line.
 Target: under 30 s on a 2-core machine. The last line printed is `analyze: N s`.
 
-Run: python benchmarks/analyze.py [--games 1152] [--boot 1000] [--keep DIR]
+Run: python -m benchmarks.analyze [--games 1152] [--boot 1000] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from annotation.findings import (  # noqa: E402
 )
 from annotation.gamelog import load_game  # noqa: E402
 from annotation.grounding_metrics import run_audit  # noqa: E402
-from annotation.synthetic import AXES_LEVELS, random_game  # noqa: E402
+from testkit.synthetic import AXES_LEVELS, random_game  # noqa: E402
 
 TARGET_S = 30.0
 MODELS = [f"fake:model{i}" for i in range(6)]

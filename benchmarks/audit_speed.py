@@ -16,8 +16,8 @@ import time
 from annotation.audit import audit_claims
 from annotation.claims import Claim
 from annotation.grounding_metrics import game_metrics, pool, pool_lift
-from annotation.grounding_testing import GameBuilder
 from annotation.trajectory import build_trajectory
+from testkit.grounding import GameBuilder
 
 ROOMS = ["admin", "storage", "electrical", "medbay", "o2", "navigation", "cafeteria"]
 AGENTS = ["red", "blue", "green", "pink", "orange"]

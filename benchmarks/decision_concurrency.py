@@ -8,7 +8,7 @@ Measured twice: with the fake backend (a fixed `asyncio.sleep`), and through the
 `openai` SDK against the local mock API server holding every answer for L (so the HTTP path,
 connection pool included, is shown concurrent too). Nothing leaves 127.0.0.1.
 
-Run: python benchmarks/decision_concurrency.py [--latency-ms 200] [--agents 8] [--repeats 3]
+Run: python -m benchmarks.decision_concurrency [--latency-ms 200] [--agents 8] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from harness_aria.backends.fake import FakeBackend
 from harness_aria.backends.openai_backend import OpenAIBackend
 from harness_aria.backends.registry import make_backend
 from harness_aria.backends.settings import BackendSettings
-from harness_aria.testing.mock_api import MockAPIServer, delayed
+from testkit.mock_api import MockAPIServer, delayed
 
 
 def _request(agent: int) -> ModelRequest:

@@ -34,11 +34,11 @@ import numpy as np
 from PIL import Image
 
 from annotation.viewer.server import start_background
-from annotation.viewer.testing import headless_chromium, open_viewer, wait_for
 from controller.agents.scripted import ScriptedAgent
 from controller.config import resolve_config
 from controller.game import Game
 from controller.worlds.fake import FakeWorld
+from testkit.browser import headless_chromium, open_viewer, wait_for
 from world.geometry import ShipGeometry
 from world.spec import load_map
 

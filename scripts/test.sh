@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=$(bash scripts/python.sh)
-"$PY" -m ruff check controller world harness_aria annotation mineamongus tests benchmarks
-"$PY" -m ruff format --check controller world harness_aria annotation mineamongus tests benchmarks
+"$PY" -m ruff check controller world harness_aria annotation mineamongus testkit tests benchmarks
+"$PY" -m ruff format --check controller world harness_aria annotation mineamongus testkit tests benchmarks
 "$PY" -m mypy
 if [ "${1:-}" = "--fast" ]; then
   # The fast lane: unit tests only (no Minecraft server), on both cores.

@@ -1,6 +1,6 @@
 """Screenshots of the viewer at two steps of a recorded game (for the docs).
 
-Run: python scripts/viewer_screenshots.py RUN OUT_DIR [--steps A B]
+Run: python -m scripts.viewer_screenshots RUN OUT_DIR [--steps A B]
 Writes OUT_DIR/viewer-step-A.png and OUT_DIR/viewer-step-B.png (headless Chromium).
 """
 
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from annotation.viewer.server import start_background
-from annotation.viewer.testing import headless_chromium, open_viewer, wait_for
+from testkit.browser import headless_chromium, open_viewer, wait_for
 
 
 def main() -> int:

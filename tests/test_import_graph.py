@@ -193,3 +193,22 @@ def test_a_planted_circle_is_found_and_listed() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _circles(edges) == [["a", "b", "c", "a"]]
     assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def _installed_importers_of(prefix: str) -> list[str]:
+    return sorted(
+        f"{name}:{imp.line}"
+        for name, path in _modules().items()
+        for imp in _imports(name, path, path.name == "__init__.py")
+        if imp.target == prefix or imp.target.startswith(prefix + ".")
+    )
+
+
+def test_no_installed_package_holds_or_imports_a_test_helper() -> None:
+    """The test suite's helpers live in `testkit/`, which is not installed: no shipped
+    package imports it, and pyproject's package discovery leaves it out."""
+    assert _installed_importers_of("testkit") == []
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    include = next(line for line in pyproject.splitlines() if line.startswith("include = ["))
+    assert "testkit" not in include and "tests" not in include
+    assert set(PACKAGES) == {p.strip('"*') for p in include[11:-1].split(", ")}

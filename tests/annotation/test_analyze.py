@@ -14,9 +14,9 @@ from annotation import report
 from annotation.codebook import codebook
 from annotation.llm import make_judge
 from annotation.report import ReportContext, Section, Text
-from annotation.synthetic import random_game
 from controller.cli import main
 from harness_aria.backends import ModelRequest
+from testkit.synthetic import random_game
 
 STEP = re.compile(r"^\[step (\d+)\] free roam", re.M)
 IMPS = re.compile(r"impostors: (\w+), (\w+)")

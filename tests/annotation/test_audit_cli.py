@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from annotation.grounding_metrics import grounding_report_section
-from annotation.grounding_testing import GameBuilder
 from controller.cli import main
-from harness_aria.testing.mock_api import MockAPIServer
+from testkit.grounding import GameBuilder
+from testkit.mock_api import MockAPIServer
 
 
 def write_run(folder: Path, game_id: str = "g1") -> Path:

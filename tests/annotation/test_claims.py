@@ -23,11 +23,11 @@ from annotation.claims import (
     read_claims,
     write_claims,
 )
-from annotation.grounding_testing import GameBuilder
 from annotation.trajectory import Trajectory, build_trajectory
 from harness_aria.backends.base import BackendError
 from harness_aria.backends.fake import FakeBackend
 from harness_aria.backends.registry import make_backend
+from testkit.grounding import GameBuilder
 
 ROOMS = ["cafeteria", "o2", "electrical", "medbay", "upper_engine", "communications", "admin"]
 

@@ -18,9 +18,9 @@ from annotation.grounding_metrics import (
     pool_lift,
     write_table,
 )
-from annotation.grounding_testing import GameBuilder
 from annotation.trajectory import Trajectory, build_trajectory
 from controller.stats import Interval
+from testkit.grounding import GameBuilder
 
 
 def traj() -> Trajectory:

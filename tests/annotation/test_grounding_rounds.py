@@ -15,8 +15,8 @@ import pytest
 from annotation.audit import AuditedClaim, audit_claims
 from annotation.claims import Claim
 from annotation.grounding_metrics import game_metrics
-from annotation.grounding_testing import GameBuilder
 from annotation.trajectory import Trajectory, build_trajectory
+from testkit.grounding import GameBuilder
 
 
 def two_rounds(talk_ticks: int) -> Trajectory:

@@ -14,10 +14,10 @@ from annotation.findings import Finding, read_annotations, validate_finding
 from annotation.gamelog import load_game
 from annotation.judge import ReplyFormatError, build_prompt, judge_game, parse_reply
 from annotation.llm import JudgeModel, make_judge
-from annotation.synthetic import LogBuilder
 from harness_aria.backends import ModelRequest, ModelResponse
 from harness_aria.backends.settings import BackendSettings
-from harness_aria.testing.mock_api import MockAPIServer, MockError, MockText, RecordedRequest
+from testkit.mock_api import MockAPIServer, MockError, MockText, RecordedRequest
+from testkit.synthetic import LogBuilder
 
 FAST = BackendSettings(backoff_base_s=0.0, backoff_max_s=0.0, jitter=False, timeout_s=10)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from annotation.grounding_testing import GameBuilder
 from annotation.trajectory import build_trajectory
+from testkit.grounding import GameBuilder
 
 
 def _game(v1: bool = False) -> GameBuilder:

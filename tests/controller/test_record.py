@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 import mineamongus
-from annotation.synthetic import LogBuilder, described, resolved_config
 from controller.events import Decision, Eject, GameStart, Kill, LogVersionError
 from controller.record import (
     ARIA_AXES,
@@ -30,6 +29,7 @@ from controller.record import (
 )
 from controller.tournament.collect import collect
 from harness_aria.spec import AXES
+from testkit.synthetic import LogBuilder, described, resolved_config
 
 ROOT = Path(__file__).resolve().parents[2]
 ARIA = {"agent": "aria", "args": {"backend": "fake"}}

@@ -19,7 +19,7 @@ from harness_aria.backends.fake import FakeBackend
 from harness_aria.backends.settings import BackendSettings
 from harness_aria.fake_answers import answer
 from harness_aria.spec import AriaSpec
-from harness_aria.testing.mock_api import MockAPIServer, Reply, Responder
+from testkit.mock_api import MockAPIServer, Reply, Responder
 from world.geometry import ShipGeometry
 from world.spec import load_map
 

@@ -10,7 +10,7 @@ import pytest
 from controller.cli import main, play_game
 from controller.config import resolve_config
 from controller.events import Decision, read_events
-from harness_aria.testing.mock_api import MockAPIServer, MockError, nonsense
+from testkit.mock_api import MockAPIServer, MockError, nonsense
 from world.spec import load_map
 
 FAST = {"max_retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5}

@@ -43,7 +43,7 @@ from harness_aria.backends.settings import (
     price_for,
 )
 from harness_aria.calls import ConfigurationFailure, ask
-from harness_aria.testing.mock_api import (
+from testkit.mock_api import (
     MockAPIServer,
     MockDrop,
     MockError,

@@ -39,8 +39,8 @@ from harness_aria.memory import MEMORIES
 from harness_aria.memory.base import outcome_for_view
 from harness_aria.reflection import MeetingReflection
 from harness_aria.spec import AriaSpec
-from harness_aria.testing.mock_api import MockAPIServer, MockError
 from harness_aria.toolkit import Toolkit
+from testkit.mock_api import MockAPIServer, MockError
 from world.geometry import ShipGeometry
 from world.spec import load_map
 

@@ -14,7 +14,7 @@ from harness_aria.backends.openai_backend import OpenAICompatibleBackend
 from harness_aria.backends.providers import USER_FILE_ENV, ProviderError, load_providers
 from harness_aria.backends.registry import check_credentials, make_backend, parse_address
 from harness_aria.backends.settings import BackendSettings
-from harness_aria.testing.mock_api import MockAPIServer
+from testkit.mock_api import MockAPIServer
 
 StartServer = Callable[..., MockAPIServer]
 

@@ -14,7 +14,7 @@ from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import Decision, read_events
 from harness_aria.fake_answers import answer_http
-from harness_aria.testing.mock_api import MockAPIServer, RecordedRequest
+from testkit.mock_api import MockAPIServer, RecordedRequest
 from world.spec import load_map
 
 pytestmark = pytest.mark.integration

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import mineamongus
-from annotation.viewer.testing import headless_chromium, wait_for
 from controller.checks import log_violations
 from controller.game import GameResult
+from testkit.browser import headless_chromium, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from annotation.viewer.server import BackgroundViewer, start_background
-from annotation.viewer.testing import headless_chromium, open_viewer, wait_for
 from controller.agents.base import AgentDecision
 from controller.agents.scripted import ScriptedAgent
 from controller.config import resolve_config
 from controller.game import Game
 from controller.observation import Observation
 from controller.worlds.fake import FakeWorld
+from testkit.browser import headless_chromium, open_viewer, wait_for
 from world.geometry import ShipGeometry
 from world.spec import load_map
 

@@ -16,7 +16,7 @@ Example, an offline demo of the OpenAI backend::
 
     from harness_aria.backends.registry import make_backend
     from harness_aria.backends.base import Message, ModelRequest
-    from harness_aria.testing.mock_api import MockAPIServer, MockError
+    from testkit.mock_api import MockAPIServer, MockError
 
     with MockAPIServer([MockError(429, headers={"retry-after": "0"}), '{"ok": true}']) as api:
         backend = make_backend("openai-compatible:demo", base_url=api.openai_base_url)

@@ -1,1 +1,0 @@
-"""Test helpers that ship with the package: a local server speaking the providers' APIs."""
