@@ -42,7 +42,10 @@ def test_detectors_find_what_the_scripted_impostors_did(real_scripted_run: Path)
             # no crewmate to have had *it* in view. So check the record E documents: the
             # visibility stamped at the kill, else the step end the killer decided from.
             k = kills[(step, agent)]
-            evidence = [f for f in findings if f.atom == "E" and f.step == step]
+            # this killer's own E finding: two impostors may both kill in one step
+            evidence = [
+                f for f in findings if f.atom == "E" and f.step == step and f.actor == agent
+            ]
             at_kill = [
                 v
                 for v in game.visibility.get(step, [])
