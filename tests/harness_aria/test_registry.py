@@ -17,22 +17,12 @@ from harness_aria.planner import PLANNERS, HierarchicalPlanner, ReactivePlanner
 from harness_aria.reflection import REFLECTORS, MeetingReflection, NoReflection
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import UnknownPurposeError, budget
-
-REFERENCE_EIGHT = [
-    "KILL",
-    "REPORT",
-    "SURVEILLANCE",
-    "EMERGENCY",
-    "MEETING",
-    "VOTE",
-    "MOVE",
-    "MISSION",
-]
+from mineamongus.spaces import MODULES as ACTION_MODULES
 
 
 def test_the_reference_modules_are_registered_in_their_order() -> None:
     names = [e.name for e in registered() if e.number is not None]
-    assert names == REFERENCE_EIGHT
+    assert names == list(ACTION_MODULES)  # the gym action space's eight, in its order
     assert list(MODULES) == names  # the gym environment's action order
     assert [e.name for e in enabled(AriaSpec()) if e.number is not None] == names
 
