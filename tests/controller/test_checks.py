@@ -35,10 +35,13 @@ from controller.events import (
 from controller.logcheck import CANCEL_SLACK_TICKS, derive_ending, log_violations
 from world.spec import load_map
 
-SEEDS = range(1, 80)
-"""Seeds tried, in order, for a quick fake-world game that shows every rule path the
-planted faults need: kills (one after a meeting), report and emergency meetings, an
-ejection, talk, votes, tasks and a `tasks_done` ending (`is_rich`)."""
+RICH_SEED = 63
+"""The first seed of 1-79 whose quick fake-world game shows every rule path the planted
+faults need: kills (one after a meeting), report and emergency meetings, an ejection,
+talk, votes, tasks and a `tasks_done` ending (`is_rich`). Tried first; should a change
+to the game make it poor, the other seeds are tried in order (slower) and the fixture
+names the one to pin here."""
+SEEDS = (RICH_SEED, *(s for s in range(1, 80) if s != RICH_SEED))
 NEEDED = {"kill", "report", "emergency", "eject", "task_done", "vote", "speech"}
 
 
@@ -61,6 +64,8 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
         play_game(config, load_map("skeld"), "fake", out)
         events = read_events(out / "events.jsonl")
         if is_rich(events):
+            if seed != RICH_SEED:
+                print(f"RICH_SEED {RICH_SEED} no longer plays every rule path; pin {seed}")
             return events
     pytest.fail(f"no seed in {SEEDS} plays every rule path")
 
