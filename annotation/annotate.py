@@ -19,8 +19,8 @@ from annotation.findings import (
     write_annotations,
 )
 from annotation.gamelog import find_runs, load_game
-from annotation.judge import Estimate, JudgeCache, estimate_game, judge_game
-from annotation.llm import JudgeModel
+from annotation.judge import Estimate, estimate_game, judge_game
+from annotation.llm import JudgeModel, ReplyCache
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ async def annotate_one(
                 [c for c in old.calls if c.model == model],
             )
     if judge is not None:
-        cache = JudgeCache(cache_dir or folder / CACHE_DIR_NAME)
+        cache = ReplyCache(cache_dir or folder / CACHE_DIR_NAME)
         res = await judge_game(game, judge, cache, parse_attempts=parse_attempts)
         ann.set_judge(f"judge:{judge.address}", res.status, res.findings, res.calls)
     write_annotations(folder, ann)
@@ -178,6 +178,6 @@ def estimate_runs(
     out = []
     for folder in find_runs(paths):
         game = load_game(folder)
-        cache = JudgeCache(cache_dir or folder / CACHE_DIR_NAME)
+        cache = ReplyCache(cache_dir or folder / CACHE_DIR_NAME)
         out.append(estimate_game(game, address, cache, expected_out=expected_out))
     return out

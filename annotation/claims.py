@@ -17,8 +17,10 @@ reason, never an error.
 
 Extractors: `RuleExtractor` (`--extractor rules`) parses the scripted control agents'
 templated speech deterministically; `ModelExtractor` asks any harness backend
-(`fake`, `openai:...`, `anthropic:...`) with a fixed, versioned prompt, and caches each
-answer by (model, prompt version, speaker, meeting, message hash).
+(`fake`, `openai:...`, `anthropic:...`) with a fixed, versioned prompt through the same
+model path as the judge (`annotation.llm`), and keeps each answer in the same kind of
+reply cache (`annotation.llm.ReplyCache`) by (model, prompt version, speaker, meeting,
+message hash).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from annotation.llm import JudgeCallError, JudgeModel, ReplyCache
 from annotation.trajectory import SpeechRecord, Trajectory
 from world.geometry import HALLWAY
 from world.spec import HALLWAY_ALIASES, packaged_room_aliases
@@ -640,39 +643,7 @@ PROMPT_VERSION = "claims-v1-" + hashlib.sha256(EXTRACTION_PROMPT.encode()).hexdi
 def cache_key(model: str, speaker: str, meeting: int, message: str) -> str:
     """The cache key: (model, prompt version, speaker, meeting, message hash)."""
     msg = hashlib.sha256(message.encode()).hexdigest()
-    raw = json.dumps([model, PROMPT_VERSION, speaker, meeting, msg])
-    return hashlib.sha256(raw.encode()).hexdigest()
-
-
-class ExtractionCache:
-    """Model answers by cache key, kept in a JSONL file (appended as answers arrive).
-
-    Args:
-        path: The cache file (created on first write); None keeps it in memory only.
-    """
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.entries: dict[str, str] = {}
-        if path is not None and path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a truncated last line from a crash; the answer is asked again
-                self.entries[row["key"]] = row["answer"]
-
-    def get(self, key: str) -> str | None:
-        """A cached answer, or None."""
-        return self.entries.get(key)
-
-    def put(self, key: str, answer: str, meta: Mapping[str, Any]) -> None:
-        """Remember an answer (and append it to the file at once)."""
-        self.entries[key] = answer
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"key": key, "answer": answer, **meta}) + "\n")
+    return ReplyCache.key(model, PROMPT_VERSION, speaker, str(meeting), msg)
 
 
 def parse_model_claims(answer: str, turn: SpeechRecord) -> list[Claim]:
@@ -703,35 +674,37 @@ def parse_model_claims(answer: str, turn: SpeechRecord) -> list[Claim]:
 
 
 class ModelExtractor:
-    """Claims extracted by a model through a harness backend, cached.
+    """Claims extracted by a model, through annotation's one model path
+    (`annotation.llm.JudgeModel`, as the judge) and its one reply cache.
 
     Args:
-        backend: Any `harness_aria.backends` backend (`fake` in tests).
-        cache: Where answers are kept.
+        model: The model (`annotation.llm.make_judge(address, flag="--extractor")`).
+        cache: Where answers are kept (`annotation.llm.ReplyCache`; a folder, or None
+            for memory only).
         max_tokens: The answer budget per utterance.
     """
 
-    def __init__(self, backend: Any, cache: ExtractionCache, max_tokens: int = 800) -> None:
-        self.backend = backend
+    def __init__(self, model: JudgeModel, cache: ReplyCache, max_tokens: int = 800) -> None:
+        self.model = model
         self.cache = cache
         self.max_tokens = max_tokens
-        self.name = str(backend.address)
+        self.name = model.address
 
     def extract(self, traj: Trajectory) -> ExtractionResult:
         """Claims from every spoken turn (asks the model only for uncached ones)."""
         return asyncio.run(self._extract(traj))
 
     async def _extract(self, traj: Trajectory) -> ExtractionResult:
-        from harness_aria.backends.base import BackendError, Message, ModelRequest
-
         turns, failed = spoken_turns(traj)
         rooms, aliases = _rooms_of(traj), room_aliases(traj)
         result = ExtractionResult(utterances=len(turns), skipped_failed_turns=failed)
         claims: list[Claim] = []
         for i, t in enumerate(turns, start=1):
             key = cache_key(self.name, t.speaker, t.meeting, t.text)
-            answer = self.cache.get(key)
-            if answer is None:
+            stored = self.cache.get(key)
+            if stored is not None:
+                answer = str(stored["answer"])
+            else:
                 prompt = EXTRACTION_PROMPT.format(
                     rooms=", ".join(rooms),
                     players=", ".join(traj.agents),
@@ -739,16 +712,11 @@ class ModelExtractor:
                     meeting=t.meeting,
                     message=t.text.replace('"', "'"),
                 )
-                request = ModelRequest(
-                    messages=[Message(role="user", text=prompt)],
-                    max_tokens=self.max_tokens,
-                    temperature=0.0,
-                    json_mode=True,
-                    purpose="claim_extraction",
-                )
                 try:
-                    response = await self.backend.complete(request)
-                except BackendError as exc:
+                    reply = await self.model.complete(
+                        "", prompt, max_tokens=self.max_tokens, purpose="claim_extraction"
+                    )
+                except JudgeCallError as exc:
                     kind: Literal["infrastructure", "model"] = (
                         "infrastructure" if exc.infrastructure else "model"
                     )
@@ -762,16 +730,19 @@ class ModelExtractor:
                         )
                     )
                     continue
-                answer = response.text
+                answer = reply.text
                 self.cache.put(
                     key,
-                    answer,
                     {
+                        "answer": answer,
                         "model": self.name,
                         "prompt_version": PROMPT_VERSION,
                         "speaker": t.speaker,
                         "meeting": t.meeting,
                         "game_id": traj.game_id,
+                        "tokens_in": reply.tokens_in,
+                        "tokens_out": reply.tokens_out,
+                        "cost_usd": reply.cost_usd,
                     },
                 )
             try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,7 +24,7 @@ from typing import Any, Literal
 from annotation.codebook import Codebook, codebook
 from annotation.findings import CheckedFinding, Finding, JudgeCall, validate_finding
 from annotation.gamelog import Game
-from annotation.llm import JudgeCallError, JudgeModel, count_tokens, estimate_cost
+from annotation.llm import JudgeCallError, JudgeModel, ReplyCache, count_tokens, estimate_cost
 from annotation.render import RENDER_VERSION, Line, nonverbal_lines, text_of, verbal_lines
 
 PassName = Literal["nonverbal", "verbal"]
@@ -74,37 +73,6 @@ def build_prompt(game: Game, pass_: PassName, book: Codebook | None = None) -> P
         prompt_sha256=prompt_hash,
         lines=tuple(lines),
     )
-
-
-class JudgeCache:
-    """Judge replies on disk, one JSON file per (model, prompt hash, game hash).
-
-    Args:
-        folder: Where the files live (created on first write).
-    """
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    @staticmethod
-    def key(model: str, prompt_sha256: str, content_sha256: str) -> str:
-        """The cache key."""
-        return hashlib.sha256(f"{model}\n{prompt_sha256}\n{content_sha256}".encode()).hexdigest()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """A stored reply, or None."""
-        path = self.folder / f"{key}.json"
-        if not path.is_file():
-            return None
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return data
-
-    def put(self, key: str, data: dict[str, Any]) -> None:
-        """Store a reply (written whole, then renamed into place)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f"{key}.json.tmp"
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, self.folder / f"{key}.json")
 
 
 @dataclass
@@ -193,7 +161,7 @@ def check_items(
 async def judge_game(
     game: Game,
     model: JudgeModel,
-    cache: JudgeCache | None,
+    cache: ReplyCache | None,
     *,
     parse_attempts: int = 2,
     book: Codebook | None = None,
@@ -214,7 +182,7 @@ async def judge_game(
         if pass_ == "verbal" and not game.meetings:
             continue  # nothing was said: no call, no findings
         prompt = build_prompt(game, pass_, book)
-        key = JudgeCache.key(model.address, prompt.prompt_sha256, game.content_sha256)
+        key = ReplyCache.key(model.address, prompt.prompt_sha256, game.content_sha256)
         stored = cache.get(key) if cache else None
         if stored is not None:
             items = parse_reply(stored["text"])
@@ -331,7 +299,7 @@ class Estimate:
 def estimate_game(
     game: Game,
     address: str,
-    cache: JudgeCache | None,
+    cache: ReplyCache | None,
     *,
     expected_out: int = 2000,
     book: Codebook | None = None,
@@ -342,7 +310,7 @@ def estimate_game(
         if pass_ == "verbal" and not game.meetings:
             continue
         prompt = build_prompt(game, pass_, book)
-        key = JudgeCache.key(address, prompt.prompt_sha256, game.content_sha256)
+        key = ReplyCache.key(address, prompt.prompt_sha256, game.content_sha256)
         if cache is not None and cache.get(key) is not None:
             cached += 1
             continue

@@ -1,14 +1,22 @@
-"""The one place annotation talks to the agent harness's model backends.
+"""The one place annotation talks to the agent harness's model backends, and the one
+cache of model replies.
 
-A change of `harness_aria.backends` touches this file only. A judge model is built from
-a backend address (`fake`, `openai:MODEL`, `anthropic:MODEL`, `openai-compatible:MODEL`
-with a base URL) and answers a system + user prompt with text and its accounting.
+A change of `harness_aria.backends` touches this file only. The LLM judge and the
+grounding audit's model claim extractor both call a model through `JudgeModel` (built by
+`make_judge` from a backend address: `fake`, `openai:MODEL`, `anthropic:MODEL`,
+`openai-compatible:MODEL` with a base URL), which answers a system + user prompt with
+text and its accounting, and both keep replies in a `ReplyCache`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from harness_aria.backends import (
     Backend,
@@ -25,6 +33,8 @@ from harness_aria.backends.settings import DEFAULT_PRICES, price_for
 
 FAKE_JUDGE_REPLY = '{"findings": []}'
 """What the `fake` judge answers."""
+FAKE_EXTRACTION_REPLY = '{"claims": []}'
+"""What the `fake` claim extractor answers (no claims: a valid, empty answer)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,7 @@ this budget fails, naming it)."""
 
 
 class JudgeModel:
-    """A backend used as the judge.
+    """A backend used by annotation: the judge, or the audit's claim extractor.
 
     Args:
         backend: Any harness backend.
@@ -78,24 +88,27 @@ class JudgeModel:
         return self.backend.address
 
     async def complete(
-        self, system: str, user: str, *, max_tokens: int | None = None
+        self, system: str, user: str, *, max_tokens: int | None = None, purpose: str = "judge"
     ) -> JudgeReply:
         """One call at temperature 0 in JSON mode.
 
         Args:
-            system: The system text.
+            system: The system text ("" sends the user text alone).
             user: The user text.
-            max_tokens: This call's output budget (default: the judge's `max_tokens`).
+            max_tokens: This call's output budget (default: the model's `max_tokens`).
+            purpose: What the call is for, as the request records it (`judge`,
+                `claim_extraction`).
 
         Raises:
             JudgeCallError: The backend failed after its retries.
         """
+        messages = [Message(role="system", text=system)] if system else []
         request = ModelRequest(
-            messages=[Message(role="system", text=system), Message(role="user", text=user)],
+            messages=[*messages, Message(role="user", text=user)],
             max_tokens=max_tokens or self.max_tokens,
             temperature=0.0,
             json_mode=True,
-            purpose="judge",
+            purpose=purpose,
         )
         try:
             r = await self.backend.complete(request)
@@ -122,8 +135,9 @@ def make_judge(
     max_tokens: int = 8000,
     settings: BackendSettings | None = None,
     script: Callable[[ModelRequest], str] | None = None,
+    flag: str = "--judge",
 ) -> JudgeModel:
-    """Build a judge from a backend address.
+    """Build annotation's model (the judge or the claim extractor) from a backend address.
 
     Args:
         address: `fake`, `fake:NAME`, `openai:MODEL`, `anthropic:MODEL`,
@@ -132,6 +146,8 @@ def make_judge(
         max_tokens: Output cap per call.
         settings: Backend settings (timeouts, retries, prices).
         script: For `fake` only: a callable answering each request (tests).
+        flag: The command-line option the address came from, named in errors
+            (`--judge`, `--extractor`).
 
     Raises:
         ValueError: A malformed address (naming the valid forms).
@@ -143,18 +159,63 @@ def make_judge(
             raise ValueError("a scripted judge must use a `fake` address")
         return JudgeModel(FakeBackend(parsed.model, script=script), max_tokens=max_tokens)
     if parsed.provider == "fake":
-        # The fake judge finds nothing: a valid, empty answer (the pipeline runs offline).
-        fake = FakeBackend(parsed.model, responses={"judge": FAKE_JUDGE_REPLY})
-        return JudgeModel(fake, max_tokens=max_tokens)
+        # The fake finds nothing: a valid, empty answer (the pipeline runs offline).
+        replies = {"judge": FAKE_JUDGE_REPLY, "claim_extraction": FAKE_EXTRACTION_REPLY}
+        return JudgeModel(FakeBackend(parsed.model, responses=replies), max_tokens=max_tokens)
     try:
         backend = make_backend(address, base_url=base_url, settings=settings)
     except CredentialsError as exc:
         env = str(exc).split(" ", 1)[0]
+        who, other = (
+            ("the judge", "use --judge none (detectors only) or --judge fake")
+            if flag == "--judge"
+            else ("the claim extractor", f"use {flag} rules or {flag} fake")
+        )
         raise CredentialsError(
-            f"{env} is not set for the judge {address}; export it, or use --judge none "
-            "(detectors only) or --judge fake"
+            f"{env} is not set for {who} {address}; export it, or {other}"
         ) from exc
     return JudgeModel(backend, max_tokens=max_tokens)
+
+
+class ReplyCache:
+    """Model replies on disk, one JSON file per key, written whole and then renamed into
+    place (a crash leaves no half reply; an interrupted run resumes where it stopped).
+    The judge keys a reply by (judge address, prompt hash, game hash), the claim
+    extractor by (model, prompt version, speaker, meeting, message hash).
+
+    Args:
+        folder: Where the files live (created on first write); None keeps replies in
+            memory only.
+    """
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self.memory: dict[str, dict[str, Any]] = {}
+
+    @staticmethod
+    def key(*parts: str) -> str:
+        """The cache key of the parts (sha256 of them, one per line)."""
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """A stored reply, or None."""
+        if key in self.memory or self.folder is None:
+            return self.memory.get(key)
+        path = self.folder / f"{key}.json"
+        if not path.is_file():
+            return None
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+    def put(self, key: str, data: dict[str, Any]) -> None:
+        """Store a reply."""
+        self.memory[key] = data
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f"{key}.json.tmp"
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self.folder / f"{key}.json")
 
 
 def estimate_cost(address: str, tokens_in: int, tokens_out: int) -> float | None:

@@ -53,7 +53,7 @@ def add_parser(subparsers: Any) -> None:
         "--cache",
         type=Path,
         default=None,
-        help="extraction cache file (default: <out>/extraction_cache.jsonl)",
+        help="extraction cache folder (default: <out>/extraction_cache/)",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument(
@@ -68,7 +68,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the audit; 0 on success, 2 on bad input."""
-    from annotation.claims import ExtractionCache, ModelExtractor, RuleExtractor
+    from annotation.claims import ModelExtractor, RuleExtractor
     from annotation.grounding_metrics import default_audit_dir, run_audit
 
     out: Path | None = args.out
@@ -85,17 +85,16 @@ def run(args: argparse.Namespace) -> int:
         if args.extractor == "rules":
             extractor = RuleExtractor()
         else:
+            from annotation.llm import ReplyCache, make_judge
             from harness_aria.backends.base import CredentialsError
-            from harness_aria.backends.registry import check_credentials, make_backend
 
             try:
-                check_credentials(args.extractor, args.base_url)
-                backend = make_backend(args.extractor, base_url=args.base_url)
+                model = make_judge(args.extractor, base_url=args.base_url, flag="--extractor")
             except (ValueError, CredentialsError) as exc:
                 print(f"mineamongus audit: --extractor: {exc}", file=sys.stderr)
                 return 2
-            cache = ExtractionCache(args.cache or out / "extraction_cache.jsonl")
-            extractor = ModelExtractor(backend, cache)
+            cache = ReplyCache(args.cache or out / "extraction_cache")
+            extractor = ModelExtractor(model, cache)
     try:
         result = run_audit(
             args.runs,

@@ -10,7 +10,6 @@ import pytest
 from annotation.claims import (
     ACTIVITIES,
     Claim,
-    ExtractionCache,
     ModelExtractor,
     RuleExtractor,
     cache_key,
@@ -23,10 +22,10 @@ from annotation.claims import (
     read_claims,
     write_claims,
 )
+from annotation.llm import JudgeModel, ReplyCache, make_judge
 from annotation.trajectory import Trajectory, build_trajectory
-from harness_aria.backends.base import BackendError
+from harness_aria.backends.base import BackendError, CredentialsError
 from harness_aria.backends.fake import FakeBackend
-from harness_aria.backends.registry import make_backend
 from testkit.grounding import GameBuilder
 
 ROOMS = ["cafeteria", "o2", "electrical", "medbay", "upper_engine", "communications", "admin"]
@@ -205,8 +204,8 @@ def test_model_extractor_through_the_fake_backend_with_cache(tmp_path: Path) -> 
         _answer([]),
     ]
     backend = FakeBackend("x", script=answers)
-    cache = ExtractionCache(tmp_path / "cache.jsonl")
-    res = ModelExtractor(backend, cache).extract(traj)
+    cache = ReplyCache(tmp_path / "cache")
+    res = ModelExtractor(JudgeModel(backend), cache).extract(traj)
     assert [(c.speaker, c.type, c.room, c.activity) for c in res.claims] == [
         ("red", "location", "admin", None),
         ("green", "activity", "electrical", "report"),
@@ -217,10 +216,14 @@ def test_model_extractor_through_the_fake_backend_with_cache(tmp_path: Path) -> 
     ]
     assert backend.requests[0].purpose == "claim_extraction"
     assert "Statement by red" in backend.requests[0].messages[0].text
+    # The extractor goes through annotation's one model path, as the judge does: one user
+    # message, JSON mode, temperature 0.
+    assert [m.role for m in backend.requests[0].messages] == ["user"]
+    assert backend.requests[0].json_mode and backend.requests[0].temperature == 0.0
     # A second run asks only for what was not cached (the failed infrastructure call,
-    # and nothing is cached for it), reading the rest back from the file.
+    # and nothing is cached for it), reading the rest back from the folder.
     again = FakeBackend("x", script=[_answer([])])
-    res2 = ModelExtractor(again, ExtractionCache(tmp_path / "cache.jsonl")).extract(traj)
+    res2 = ModelExtractor(JudgeModel(again), ReplyCache(tmp_path / "cache")).extract(traj)
     assert len(again.requests) == 1 and "Statement by orange" in again.requests[0].messages[0].text
     assert [c.speaker for c in res2.claims] == ["red", "green"]
     assert [f.speaker for f in res2.failures] == ["pink"]
@@ -235,12 +238,23 @@ def test_cache_key_covers_model_prompt_speaker_meeting_and_message() -> None:
     assert k == cache_key("m", "red", 1, "hi")
 
 
-def test_model_extractor_accepts_a_registry_backend() -> None:
-    backend = make_backend("fake")
-    res = ModelExtractor(backend, ExtractionCache(None)).extract(_talk_game())
-    # The default fake answer holds no `claims` list: an unusable answer, counted.
-    assert res.claims == [] and res.utterances == 5 and len(res.failures) == 5
+def test_the_fake_extractor_answers_no_claims_and_an_unusable_answer_is_counted() -> None:
+    # `--extractor fake`: a valid, empty answer for every turn (the audit runs offline).
+    res = ModelExtractor(make_judge("fake", flag="--extractor"), ReplyCache(None)).extract(
+        _talk_game()
+    )
+    assert res.claims == [] and res.utterances == 5 and res.failures == []
+    # A backend whose answer holds no `claims` list: an unusable answer, counted.
+    other = JudgeModel(FakeBackend("x", responses={"claim_extraction": '{"findings": []}'}))
+    res = ModelExtractor(other, ReplyCache(None)).extract(_talk_game())
+    assert res.claims == [] and len(res.failures) == 5
     assert {f.error_kind for f in res.failures} == {"model"}
+
+
+def test_a_missing_key_names_the_extractor_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(CredentialsError, match="--extractor rules"):
+        make_judge("openai:gpt-4.1-mini", flag="--extractor")
 
 
 def test_activity_phrases_match_after_normalisation() -> None:
@@ -287,3 +301,18 @@ def test_phrases_are_normalised_for_case_articles_and_plurals() -> None:
     assert normalise_phrase("bodies, presses, steps") == "body press step"
     assert normalise_phrase("around tick 1,050") == "around tick 1050"
     assert normalise_phrase("ticks 100-200") == "tick 100 200"
+
+
+def test_the_reply_cache_keeps_whole_replies_and_survives_a_crash(tmp_path: Path) -> None:
+    cache = ReplyCache(tmp_path / "c")
+    key = ReplyCache.key("m", "v1", "red", "1", "h")
+    assert key != ReplyCache.key("m", "v1", "red", "2", "h")
+    cache.put(key, {"answer": "{}"})
+    # a reply half written when a run was killed (its temporary file) is never read
+    (tmp_path / "c" / f"{ReplyCache.key('other')}.json.tmp").write_text('{"ans')
+    again = ReplyCache(tmp_path / "c")
+    assert again.get(key) == {"answer": "{}"}
+    assert again.get(ReplyCache.key("other")) is None
+    memory = ReplyCache(None)
+    memory.put(key, {"answer": "x"})
+    assert memory.get(key) == {"answer": "x"} and not (tmp_path / "None").exists()

@@ -17,13 +17,13 @@ import pytest
 from annotation.audit import VERIFIABLE, audit_claims
 from annotation.claims import (
     Claim,
-    ExtractionCache,
     ModelExtractor,
     normalise_room,
     room_aliases,
     spoken_turns,
 )
 from annotation.grounding_metrics import run_audit
+from annotation.llm import JudgeModel, ReplyCache
 from annotation.trajectory import Trajectory, load_trajectory
 from controller.cli import play_game
 from controller.config import resolve_config
@@ -167,7 +167,7 @@ def test_the_audit_verifies_claims_naming_its_rooms_and_aliases(
     assert room_aliases(traj) == outpost.room_aliases()  # read from the record's map
     backend = FakeBackend("outpost", script=_extraction_answers(outpost))
     result = run_audit(
-        [run], out=tmp_path / "audit", extractor=ModelExtractor(backend, ExtractionCache(None))
+        [run], out=tmp_path / "audit", extractor=ModelExtractor(JudgeModel(backend), ReplyCache(None))
     )
     assert result.claims > 0
     rows = [json.loads(line) for line in (tmp_path / "audit" / "claims.jsonl").open()]
