@@ -167,7 +167,9 @@ def test_the_audit_verifies_claims_naming_its_rooms_and_aliases(
     assert room_aliases(traj) == outpost.room_aliases()  # read from the record's map
     backend = FakeBackend("outpost", script=_extraction_answers(outpost))
     result = run_audit(
-        [run], out=tmp_path / "audit", extractor=ModelExtractor(JudgeModel(backend), ReplyCache(None))
+        [run],
+        out=tmp_path / "audit",
+        extractor=ModelExtractor(JudgeModel(backend), ReplyCache(None)),
     )
     assert result.claims > 0
     rows = [json.loads(line) for line in (tmp_path / "audit" / "claims.jsonl").open()]
