@@ -185,7 +185,7 @@ def resolve_config(
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            field = ".".join(str(p) for p in err["loc"] if str(p)) or "(top level)"
             lines.append(f"  {field}: {err['msg']} (got {err.get('input')!r})")
         raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from exc
     sides: dict[str, SideConfig] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from controller.agents.base import Agent
 from controller.agents.registry import (
@@ -78,6 +78,26 @@ class AriaArgs(BaseModel):
     `harness_aria.prompts.shared_prefix`) as its own first system message, the block a
     provider caches (Anthropic: marked `cache_control`). Off: the same text opens the
     call's own system message instead (nothing is left out either way)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spec_fields_belong_in_spec(cls, data: Any) -> Any:
+        """A field of the ablation spec given beside `backend` is refused naming where it
+        goes (`spec:`), not as a bare "extra input"."""
+        if isinstance(data, Mapping):
+            misplaced = [
+                k for k in data if k in AriaSpec.model_fields and k not in cls.model_fields
+            ]
+            if misplaced:
+                k, backend = misplaced[0], data.get("backend", "fake")
+                raise ValueError(
+                    f"{', '.join(f'`{m}`' for m in misplaced)} "
+                    f"{'is a field' if len(misplaced) == 1 else 'are fields'} of ARIA's "
+                    f"spec: write {'it' if len(misplaced) == 1 else 'them'} under `spec:` "
+                    f"(e.g. `crew: {{backend: {backend}, spec: {{{k}: {data[k]}}}}}`, or "
+                    f"`args: {{spec: {{{k}: ...}}}}`)"
+                )
+        return data
 
     @field_validator("backend")
     @classmethod
@@ -206,6 +226,9 @@ class AriaSideFormat:
         for key in FLAT_SIDE_FIELDS:
             if key in data:
                 args[key] = data.pop(key)
+        for key in [k for k in data if k in AriaSpec.model_fields]:
+            # a spec field beside `backend`: refused by `AriaArgs`, naming `spec:`
+            args[key] = data.pop(key)
         backend = args.get("backend")
         if backend == "scripted":
             data["agent"] = "scripted"

@@ -207,3 +207,20 @@ def test_kinds_describe_and_price_themselves() -> None:
     assert price is not None and price.cost(uncached_in=1_000_000) > 0
     assert side_facts("aria", {"backend": "fake"}).billed is False
     assert side_price("aria", {"backend": "openai:no-such-model"}) is None
+
+
+@pytest.mark.parametrize(
+    "side",
+    [
+        {"backend": "fake", "memory": "window"},
+        {"agent": "aria", "args": {"backend": "fake", "memory": "window"}},
+    ],
+)
+def test_a_spec_field_beside_the_backend_is_refused_naming_spec(side: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=r"`memory` is a field of ARIA's spec: write it under "):
+        resolve_config("quick", overrides={"crew": side})
+    # where it belongs, it is taken
+    config = resolve_config(
+        "quick", overrides={"crew": {"backend": "fake", "spec": {"memory": "window"}}}
+    )
+    assert config.crew.args["spec"]["memory"] == "window"
