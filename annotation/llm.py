@@ -191,6 +191,7 @@ class ReplyCache:
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
         self.memory: dict[str, dict[str, Any]] = {}
+        """The replies of a cache without a folder (a folder's are read from disk)."""
 
     @staticmethod
     def key(*parts: str) -> str:
@@ -199,7 +200,7 @@ class ReplyCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """A stored reply, or None."""
-        if key in self.memory or self.folder is None:
+        if self.folder is None:
             return self.memory.get(key)
         path = self.folder / f"{key}.json"
         if not path.is_file():
@@ -209,8 +210,8 @@ class ReplyCache:
 
     def put(self, key: str, data: dict[str, Any]) -> None:
         """Store a reply."""
-        self.memory[key] = data
         if self.folder is None:
+            self.memory[key] = data
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.folder / f"{key}.json.tmp"

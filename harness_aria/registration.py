@@ -223,11 +223,8 @@ class AriaSideFormat:
         if not any(k in data for k in FLAT_SIDE_FIELDS):
             return data
         args = dict(data.get("args") or {})
-        for key in FLAT_SIDE_FIELDS:
-            if key in data:
-                args[key] = data.pop(key)
-        for key in [k for k in data if k in AriaSpec.model_fields]:
-            # a spec field beside `backend`: refused by `AriaArgs`, naming `spec:`
+        # A spec field beside `backend` goes along too: `AriaArgs` refuses it, naming `spec:`.
+        for key in [k for k in data if k in FLAT_SIDE_FIELDS or k in AriaSpec.model_fields]:
             args[key] = data.pop(key)
         backend = args.get("backend")
         if backend == "scripted":
