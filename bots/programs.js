@@ -484,9 +484,11 @@ class ProgramRunner {
     const deadline = outcome.start_tick + limit
     // At the deadline the bot stops at once (as a cancel does), and its program ends on
     // the deadline's tick even if the clock moves on while the steps unwind.
-    gameClock.until(deadline).then(() => {
+    // `at`, not `until`: a promise would settle after mineflayer's catch-up steps of
+    // this callback, a tick or two past the deadline on a busy machine.
+    gameClock.at(deadline, () => {
       if (ac.signal.aborted) return
-      ac.abort(Object.assign(new Error(`step timeout after ${limit} ticks`), { kind: 'timeout', tick: tick() }))
+      ac.abort(Object.assign(new Error(`step timeout after ${limit} ticks`), { kind: 'timeout', tick: deadline }))
       stopBot(bot)
     })
     const timer = setTimeout(() => {

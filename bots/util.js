@@ -111,6 +111,18 @@ class GameClock {
   }
 
   /**
+   * Calls `fn` synchronously the moment the clock reaches `target`, before any further
+   * step is counted. A promise from `until` settles only after the current callback:
+   * when mineflayer catches up several physics steps in one callback (a busy event
+   * loop), the clock may stand past `target` by then. A deadline must act on its own
+   * tick, so it uses this.
+   */
+  at (target, fn) {
+    if (this.tick() >= target) fn()
+    else this.waiters.push({ target, resolve: fn })
+  }
+
+  /**
    * The pose row `[x, y, z, yaw, pitch]` of bot `id` at tick `t` of the running batch:
    * from its own step record when it is clocked, else where it stands now.
    */

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from controller.bridge import BotSpec, BridgeError, NodeBridge, free_port, step_report
+from controller.logcheck import SPEED_LIMIT
 from controller.protocol import (
     ApproachStep,
     BlockPlacement,
@@ -182,8 +183,13 @@ def test_goto_through_the_corridor_and_mark(world: World) -> None:
     assert out.start_tick <= start_ev.tick <= end_ev.tick <= out.end_tick <= report.tick
     assert dist(start_ev.pos, start) < 0.5
     assert dist(end_ev.pos, target) <= 1.0
-    # Ticks follow the 50 ms clock.
-    assert abs((end_ev.tick - start_ev.tick) * 0.05 - elapsed) < 1.5
+    # The walk took as many ticks as walking that far takes: not faster than the
+    # record's speed limit, and not slower than half walking speed (0.216 blocks a
+    # tick) along the straight line. Game time, not wall time: on a busy machine
+    # mineflayer catches up physics steps after a stall, so ticks and seconds differ.
+    ticks = end_ev.tick - start_ev.tick
+    straight = dist(start, target)
+    assert straight / SPEED_LIMIT <= ticks <= straight / 0.108, (ticks, straight, elapsed)
 
 
 def test_goto_already_in_range_is_immediate(world: World) -> None:
