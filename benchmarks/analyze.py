@@ -38,7 +38,7 @@ from annotation.findings import (  # noqa: E402
 )
 from annotation.gamelog import load_game  # noqa: E402
 from annotation.grounding_metrics import run_audit  # noqa: E402
-from testkit.synthetic import AXES_LEVELS, random_game  # noqa: E402
+from testkit.logs import AXES_LEVELS, random_game  # noqa: E402
 
 TARGET_S = 30.0
 MODELS = [f"fake:model{i}" for i in range(6)]

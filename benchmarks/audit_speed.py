@@ -17,7 +17,7 @@ from annotation.audit import audit_claims
 from annotation.claims import Claim
 from annotation.grounding_metrics import game_metrics, pool, pool_lift
 from annotation.trajectory import build_trajectory
-from testkit.grounding import GameBuilder
+from testkit.logs import GameBuilder
 
 ROOMS = ["admin", "storage", "electrical", "medbay", "o2", "navigation", "cafeteria"]
 AGENTS = ["red", "blue", "green", "pink", "orange"]

@@ -1,5 +1,6 @@
 """Helpers for the test suite and the benchmarks, kept out of the installed packages: a
-local HTTP server speaking the OpenAI and Anthropic APIs (`mock_api`), game-log builders
-that emit through the typed events (`synthetic` for deception, `grounding` for the
-audit), and a headless-Chromium driver for the viewer (`browser`). Import them from a
-checkout's root (`python -m pytest`, `python -m benchmarks....`)."""
+local HTTP server speaking the OpenAI and Anthropic APIs (`mock_api`), hand-built and
+random game logs emitted through the typed events (`logs`: a flat-plane scene for
+deception, a skeld scene for the audit), a game that probes its engine's live state at
+every step (`probe`), and a headless-Chromium driver for the viewer (`browser`). Import
+them from a checkout's root (`python -m pytest`, `python -m benchmarks....`)."""

@@ -16,7 +16,7 @@ from annotation.llm import make_judge
 from annotation.report import ReportContext, Section, Text
 from controller.cli import main
 from harness_aria.backends import ModelRequest
-from testkit.synthetic import random_game
+from testkit.logs import random_game
 
 STEP = re.compile(r"^\[step (\d+)\] free roam", re.M)
 IMPS = re.compile(r"impostors: (\w+), (\w+)")

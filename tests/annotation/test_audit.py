@@ -8,7 +8,7 @@ from typing import Any
 from annotation.audit import TEMPORAL_PHRASES, audit_claims, resolve_window
 from annotation.claims import Claim, normalise_phrase
 from annotation.trajectory import Trajectory, build_trajectory
-from testkit.grounding import GameBuilder
+from testkit.logs import GameBuilder
 
 
 def claim(**kw: Any) -> Claim:

@@ -11,7 +11,7 @@ import pytest
 
 from annotation.grounding_metrics import grounding_report_section
 from controller.cli import main
-from testkit.grounding import GameBuilder
+from testkit.logs import GameBuilder
 from testkit.mock_api import MockAPIServer
 
 

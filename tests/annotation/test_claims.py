@@ -26,7 +26,7 @@ from annotation.llm import JudgeModel, ReplyCache, make_judge
 from annotation.trajectory import Trajectory, build_trajectory
 from harness_aria.backends.base import BackendError, CredentialsError
 from harness_aria.backends.fake import FakeBackend
-from testkit.grounding import GameBuilder
+from testkit.logs import GameBuilder
 
 ROOMS = ["cafeteria", "o2", "electrical", "medbay", "upper_engine", "communications", "admin"]
 

@@ -10,7 +10,7 @@ from annotation.codebook import ArcAtom, KillRef, arc_stages_met, codebook, kill
 from annotation.detectors import DETECTED_ATOMS, DetectorParams, run_detectors
 from annotation.findings import validate_finding
 from annotation.gamelog import load_game
-from testkit.synthetic import LogBuilder
+from testkit.logs import LogBuilder
 
 CREW_SEES_NOTHING = {a: [] for a in ("green", "pink", "orange", "yellow", "black", "white")}
 

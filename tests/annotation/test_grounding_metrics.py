@@ -20,7 +20,7 @@ from annotation.grounding_metrics import (
 )
 from annotation.trajectory import Trajectory, build_trajectory
 from controller.stats import Interval
-from testkit.grounding import GameBuilder
+from testkit.logs import GameBuilder
 
 
 def traj() -> Trajectory:

@@ -16,7 +16,7 @@ from annotation.audit import AuditedClaim, audit_claims
 from annotation.claims import Claim
 from annotation.grounding_metrics import game_metrics
 from annotation.trajectory import Trajectory, build_trajectory
-from testkit.grounding import GameBuilder
+from testkit.logs import GameBuilder
 
 
 def two_rounds(talk_ticks: int) -> Trajectory:

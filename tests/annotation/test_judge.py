@@ -16,8 +16,8 @@ from annotation.judge import ReplyFormatError, build_prompt, judge_game, parse_r
 from annotation.llm import JudgeModel, make_judge
 from harness_aria.backends import ModelRequest, ModelResponse
 from harness_aria.backends.settings import BackendSettings
+from testkit.logs import LogBuilder
 from testkit.mock_api import MockAPIServer, MockError, MockText, RecordedRequest
-from testkit.synthetic import LogBuilder
 
 FAST = BackendSettings(backoff_base_s=0.0, backoff_max_s=0.0, jitter=False, timeout_s=10)
 

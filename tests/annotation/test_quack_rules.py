@@ -14,7 +14,7 @@ from annotation.audit import AuditedClaim, audit_claims
 from annotation.claims import Claim
 from annotation.rules import RULE_BOOKS, RULES, rule_book
 from annotation.trajectory import Trajectory, build_trajectory
-from testkit.grounding import CORRIDOR, GameBuilder
+from testkit.logs import CORRIDOR, GameBuilder
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "grounding.md"
 MEDBAY_STATION = 19

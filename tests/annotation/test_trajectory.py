@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from annotation.trajectory import build_trajectory
-from testkit.grounding import GameBuilder
+from testkit.logs import GameBuilder
 
 
 def _game(v1: bool = False) -> GameBuilder:

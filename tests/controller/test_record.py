@@ -29,7 +29,7 @@ from controller.record import (
 )
 from controller.tournament.collect import collect
 from harness_aria.spec import AXES
-from testkit.synthetic import LogBuilder, described, resolved_config
+from testkit.logs import LogBuilder, described, resolved_config
 
 ROOT = Path(__file__).resolve().parents[2]
 ARIA = {"agent": "aria", "args": {"backend": "fake"}}
