@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from controller.agents.recording import RecordingAgent
 from controller.cli import play_game
+from controller.commands.play import make_world
 from controller.config import resolve_config
+from controller.game import GameResult
+from controller.players import agent_factory
+from testkit.probe import ProbeGame
+from world.geometry import ShipGeometry
 from world.spec import load_map
 
 REAL_RUN_SEED = 3
@@ -32,15 +38,34 @@ MEETING_SEEDS = (4, 5, 6)
 
 
 @pytest.fixture(scope="session")
-def real_scripted_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder of one finished quick scripted game on the real embedded server
-    (frames on, seed 3, longer tasks, at most 30 steps): `events.jsonl`,
-    `summary.json`, `frames/`."""
+def real_scripted_game(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, ProbeGame, GameResult]:
+    """One finished quick scripted game on the real embedded server (frames on, seed 3,
+    the rules above), played as `play_game` plays it but with each seat's observations
+    kept (`RecordingAgent`) and the engine's live state probed at every step:
+    (folder, game, result). Every test that needs a real scripted game reads this one,
+    so CI plays it once."""
     out = tmp_path_factory.mktemp("real-scripted-run")
     config = resolve_config("quick", overrides={"seed": REAL_RUN_SEED, "rules": REAL_RUN_RULES})
-    result = play_game(config, load_map(config.map), "minecraft", out)
+    spec = load_map(config.map)
+    geometry = ShipGeometry(spec)
+    make = agent_factory(config, geometry, out)
+    world = make_world("minecraft", config, geometry, out)
+    try:
+        game = ProbeGame(config, spec, world, lambda a, role: RecordingAgent(make(a, role)), out)
+        result = game.run()
+    finally:
+        world.close()
     assert result.status == "ok", result.reason
-    return out
+    return out, game, result
+
+
+@pytest.fixture(scope="session")
+def real_scripted_run(real_scripted_game: tuple[Path, ProbeGame, GameResult]) -> Path:
+    """The folder of the shared real scripted game: `events.jsonl`, `summary.json`,
+    `frames/`."""
+    return real_scripted_game[0]
 
 
 def crew_spoke_in_a_meeting(run: Path) -> bool:

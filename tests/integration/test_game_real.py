@@ -38,6 +38,7 @@ from controller.replay import replay
 from controller.timeline import rebuild_timeline
 from controller.worlds.base import Arbiter, SampleSink
 from controller.worlds.minecraft import MinecraftWorld
+from testkit.probe import ProbeGame
 from world.geometry import ShipGeometry
 from world.spec import MapSpec, load_map
 
@@ -46,34 +47,10 @@ pytestmark = pytest.mark.integration
 SPEC = load_map("skeld")
 
 
-class ProbeGame(Game):
-    """Remembers the engine's live room and status of every player at every step."""
-
-    live: dict[int, dict[str, tuple[str, str]]]
-
-    def after_step(self) -> None:
-        if not hasattr(self, "live"):
-            self.live = {}
-        self.live[self.engine.step] = {
-            a: (self.geometry.room_at(p.pos), p.status) for a, p in self.engine.players.items()
-        }
-
-
 @pytest.fixture(scope="module")
-def full_game(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ProbeGame, Any]:
-    out = tmp_path_factory.mktemp("full")
-    config = resolve_config("quick", overrides={"seed": 3})
-    geometry = ShipGeometry(SPEC)
-    world = MinecraftWorld(config.server, out / "logs", geometry.seat_pos(0))
-    agents = {
-        a: RecordingAgent(ScriptedAgent(a, geometry, config.seed)) for a in config.agent_ids()
-    }
-    game = ProbeGame(config, SPEC, world, agents, out)
-    try:
-        result = game.run()
-    finally:
-        world.close()
-    return out, game, result
+def full_game(real_scripted_game: tuple[Path, ProbeGame, Any]) -> tuple[Path, ProbeGame, Any]:
+    """The session's shared real scripted game (`conftest.real_scripted_game`)."""
+    return real_scripted_game
 
 
 def test_full_quick_game_ends_by_the_rules(full_game: tuple[Path, ProbeGame, Any]) -> None:
@@ -391,7 +368,9 @@ def test_chat_cannot_forge_server_events_on_the_real_server(tmp_path: Path) -> N
 
 
 def test_play_against_an_external_server(tmp_path: Path) -> None:
-    """`--server HOST:PORT`: a server we did not start, with `MAU_Admin` as operator."""
+    """`--server HOST:PORT`: a server we did not start, with `MAU_Admin` as operator.
+    The game is played on the second shipped map (outpost), so that map is built and
+    walked in the real world too."""
     from controller.bridge import NodeBridge, free_port
 
     server = NodeBridge(log_path=tmp_path / "external-server.log")
@@ -409,8 +388,10 @@ def test_play_against_an_external_server(tmp_path: Path) -> None:
                 "play",
                 "--server",
                 f"127.0.0.1:{port}",
+                "--map",
+                "outpost",
                 "--max-steps",
-                "3",
+                "4",
                 "--frames",
                 "off",
                 "--quiet",
@@ -426,4 +407,20 @@ def test_play_against_an_external_server(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["config"]["server"]["external"].endswith(str(port))
-    assert log_violations(out / "events.jsonl") == []
+    events = read_events(out / "events.jsonl")
+    assert log_violations(events) == []
+    start = events[0]
+    assert isinstance(start, GameStart) and start.map == "outpost"
+    spec = load_map("outpost")
+    outpost = ShipGeometry(spec)
+    rooms = set(outpost.rooms) | {"hallway"}
+    seen: set[str] = set()
+    for ev in events:
+        if isinstance(ev, Positions) and ev.cause == "step_end" and ev.step > 0:
+            for agent, p in ev.players.items():
+                if p.status == "alive":
+                    # the record's room is the outpost's, where the bot really stood
+                    assert p.room in rooms and outpost.room_at(p.pos) == p.room, (agent, p)
+                    seen.add(p.room)
+    assert seen - {spec.meeting_room}, f"nobody left the {spec.meeting_room}: {seen}"
+    assert summary["counts"]["program_failures"] <= 2, summary["counts"]
