@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from annotation.codebook import Codebook, arc_stages_met, codebook
+from annotation.deception.codebook import Codebook, arc_stages_met, codebook
 from controller.stats import Z95, Interval, design_effect, rate_interval, wilson
 
 __all__ = [

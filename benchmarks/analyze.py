@@ -3,7 +3,7 @@
 Generates 1152 schema-following games (16 impostor configurations of the four axes x
 6 impostor models x 12 paired seeds) with `annotations.jsonl` (the engine detectors'
 findings plus synthetic judge findings of every atom), then times
-`annotation.analysis.analyze` over them (generation is not timed). The grounding audit,
+`annotation.report.analysis.analyze` over them (generation is not timed). The grounding audit,
 which `analyze` reuses from its output folder, is run first and timed on its own line.
 Target: under 30 s on a 2-core machine. The last line printed is `analyze: N s`.
 
@@ -25,19 +25,19 @@ from pathlib import Path
 # Import this checkout's code, whichever copy of the package is installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotation.analysis import analyze  # noqa: E402
-from annotation.annotate import annotate_one  # noqa: E402
-from annotation.claims import RuleExtractor  # noqa: E402
-from annotation.codebook import codebook  # noqa: E402
-from annotation.detectors import DetectorParams  # noqa: E402
-from annotation.findings import (  # noqa: E402
+from annotation.deception.annotate import annotate_one  # noqa: E402
+from annotation.deception.codebook import codebook  # noqa: E402
+from annotation.deception.detectors import DetectorParams  # noqa: E402
+from annotation.deception.findings import (  # noqa: E402
     CheckedFinding,
     Finding,
     read_annotations,
     write_annotations,
 )
 from annotation.gamelog import load_game  # noqa: E402
-from annotation.grounding_metrics import run_audit  # noqa: E402
+from annotation.grounding.claims import RuleExtractor  # noqa: E402
+from annotation.grounding.metrics import run_audit  # noqa: E402
+from annotation.report.analysis import analyze  # noqa: E402
 from testkit.logs import AXES_LEVELS, random_game  # noqa: E402
 
 TARGET_S = 30.0

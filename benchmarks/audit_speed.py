@@ -13,10 +13,10 @@ import argparse
 import random
 import time
 
-from annotation.audit import audit_claims
-from annotation.claims import Claim
-from annotation.grounding_metrics import game_metrics, pool, pool_lift
-from annotation.trajectory import build_trajectory
+from annotation.grounding.audit import audit_claims
+from annotation.grounding.claims import Claim
+from annotation.grounding.metrics import game_metrics, pool, pool_lift
+from annotation.grounding.trajectory import build_trajectory
 from testkit.logs import GameBuilder
 
 ROOMS = ["admin", "storage", "electrical", "medbay", "o2", "navigation", "cafeteria"]

@@ -43,7 +43,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Analyse and write the report."""
-    from annotation.analysis import analyze
+    from annotation.report.analysis import analyze
 
     if args.boot < 100:
         print("analyze: --boot must be at least 100 for a 95 % interval", file=sys.stderr)

@@ -59,7 +59,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _params(items: list[str]) -> Any:
-    from annotation.detectors import DetectorParams
+    from annotation.deception.detectors import DetectorParams
 
     values: dict[str, str] = {}
     for item in items:
@@ -73,7 +73,7 @@ def _params(items: list[str]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Annotate, or estimate with --dry-run."""
-    from annotation.annotate import annotate_runs, estimate_runs
+    from annotation.deception.annotate import annotate_runs, estimate_runs
 
     judge_address = None if args.judge.strip().lower() == "none" else args.judge.strip()
     try:

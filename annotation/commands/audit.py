@@ -68,8 +68,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the audit; 0 on success, 2 on bad input."""
-    from annotation.claims import ModelExtractor, RuleExtractor
-    from annotation.grounding_metrics import default_audit_dir, run_audit
+    from annotation.grounding.claims import ModelExtractor, RuleExtractor
+    from annotation.grounding.metrics import default_audit_dir, run_audit
 
     out: Path | None = args.out
     if out is None:

@@ -12,7 +12,7 @@ LETTERS = tuple("ABCDEFGHIJKLMNOPQRSTUVW")
 def codebook() -> list[dict[str, Any]]:
     """Every atom as {letter, name, cluster, channel} (names when the codebook is there)."""
     try:
-        mod = importlib.import_module("annotation.codebook")
+        mod = importlib.import_module("annotation.deception.codebook")
         book = mod.load_codebook()
     except (ImportError, AttributeError):
         return [{"letter": x, "name": "", "cluster": "", "channel": ""} for x in LETTERS]

@@ -12,8 +12,8 @@ import pytest
 from scipy import stats as st
 from sklearn.metrics import cohen_kappa_score, f1_score
 
-from annotation import agreement
-from annotation.human import label_counts, read_labels, resolve_games
+from annotation.deception import agreement
+from annotation.deception.human import label_counts, read_labels, resolve_games
 
 ATOMS = list("ABCDEF")
 

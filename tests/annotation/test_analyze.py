@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from annotation import report
-from annotation.codebook import codebook
+from annotation.deception.codebook import codebook
 from annotation.llm import make_judge
-from annotation.report import ReportContext, Section, Text
+from annotation.report import document as report
+from annotation.report.document import ReportContext, Section, Text
 from controller.cli import main
 from harness_aria.backends import ModelRequest
 from testkit.logs import random_game
@@ -74,7 +74,7 @@ def test_bad_detector_threshold_names_the_field(
 def test_analyze_report_tables_figures(runs: Path, tmp_path: Path) -> None:
     import asyncio
 
-    from annotation.annotate import annotate_runs
+    from annotation.deception.annotate import annotate_runs
 
     judge = make_judge("fake:judge", script=_judge_script)
     asyncio.run(annotate_runs([runs], judge, progress=False))
@@ -92,7 +92,7 @@ def test_analyze_report_tables_figures(runs: Path, tmp_path: Path) -> None:
     table.to_parquet(results / "games.parquet")
     out = tmp_path / "analysis"
     extra = Section("Extra analysis", [Text("added by a caller")])
-    from annotation.analysis import analyze
+    from annotation.report.analysis import analyze
 
     tables = analyze([runs], out, human=[labels], n_boot=200, progress=False, sections=[extra])
     md = (out / "report.md").read_text()
@@ -150,7 +150,7 @@ def test_analyze_report_tables_figures(runs: Path, tmp_path: Path) -> None:
 
 
 def test_labels_keyed_by_a_folder_name_of_two_games_are_refused(tmp_path: Path) -> None:
-    from annotation.analysis import analyze
+    from annotation.report.analysis import analyze
 
     root = tmp_path / "study"
     rng = random.Random(8)

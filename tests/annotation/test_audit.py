@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from annotation.audit import TEMPORAL_PHRASES, audit_claims, resolve_window
-from annotation.claims import Claim, normalise_phrase
-from annotation.trajectory import Trajectory, build_trajectory
+from annotation.grounding.audit import TEMPORAL_PHRASES, audit_claims, resolve_window
+from annotation.grounding.claims import Claim, normalise_phrase
+from annotation.grounding.trajectory import Trajectory, build_trajectory
 from testkit.logs import GameBuilder
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.grounding_metrics import grounding_report_section
+from annotation.grounding.metrics import grounding_report_section
 from controller.cli import main
 from testkit.logs import GameBuilder
 from testkit.mock_api import MockAPIServer

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from annotation.audit import AuditedClaim, audit_claims
-from annotation.claims import Claim, RuleExtractor
-from annotation.trajectory import Trajectory, load_trajectory
+from annotation.grounding.audit import AuditedClaim, audit_claims
+from annotation.grounding.claims import Claim, RuleExtractor
+from annotation.grounding.trajectory import Trajectory, load_trajectory
 from controller.cli import play_game
 from controller.config import resolve_config
 from world.spec import load_map

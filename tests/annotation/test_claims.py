@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from annotation.claims import (
+from annotation.grounding.claims import (
     ACTIVITIES,
     Claim,
     ModelExtractor,
@@ -22,8 +22,8 @@ from annotation.claims import (
     read_claims,
     write_claims,
 )
+from annotation.grounding.trajectory import Trajectory, build_trajectory
 from annotation.llm import JudgeModel, ReplyCache, make_judge
-from annotation.trajectory import Trajectory, build_trajectory
 from harness_aria.backends.base import BackendError, CredentialsError
 from harness_aria.backends.fake import FakeBackend
 from testkit.logs import GameBuilder

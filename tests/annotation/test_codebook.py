@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from annotation.codebook import arc_stages_met, codebook, load_codebook
+from annotation.deception.codebook import arc_stages_met, codebook, load_codebook
 
 
 def test_23_atoms_with_paper_letters_and_clusters() -> None:
@@ -30,7 +30,7 @@ def test_arc_stages_in_order() -> None:
 
 
 def test_bad_codebook_is_refused(tmp_path: Path) -> None:
-    data = yaml.safe_load(Path("annotation/atoms.yaml").read_text())
+    data = yaml.safe_load(Path("annotation/deception/atoms.yaml").read_text())
     data["atoms"][0]["cluster"] = "NV-9"
     bad = tmp_path / "atoms.yaml"
     bad.write_text(yaml.safe_dump(data))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from annotation.codebook import ArcAtom, KillRef, arc_stages_met, codebook, kill_arcs
-from annotation.detectors import DETECTED_ATOMS, DetectorParams, run_detectors
-from annotation.findings import validate_finding
+from annotation.deception.codebook import ArcAtom, KillRef, arc_stages_met, codebook, kill_arcs
+from annotation.deception.detectors import DETECTED_ATOMS, DetectorParams, run_detectors
+from annotation.deception.findings import validate_finding
 from annotation.gamelog import load_game
 from testkit.logs import LogBuilder
 

@@ -8,8 +8,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.audit import AuditedClaim
-from annotation.grounding_metrics import (
+from annotation.grounding.audit import AuditedClaim
+from annotation.grounding.metrics import (
     MetricRow,
     cluster_bootstrap,
     game_metrics,
@@ -18,7 +18,7 @@ from annotation.grounding_metrics import (
     pool_lift,
     write_table,
 )
-from annotation.trajectory import Trajectory, build_trajectory
+from annotation.grounding.trajectory import Trajectory, build_trajectory
 from controller.stats import Interval
 from testkit.logs import GameBuilder
 
@@ -188,7 +188,7 @@ def test_cluster_bootstrap_reports_degenerate_resamples_never_drops_them_silentl
 
 
 def test_runs_are_found_through_the_record(tmp_path: Path) -> None:
-    import annotation.grounding_metrics as gm
+    import annotation.grounding.metrics as gm
     import controller.record as record
 
     assert gm.find_runs is record.find_runs  # one run finder for the project
@@ -201,7 +201,7 @@ def test_runs_are_found_through_the_record(tmp_path: Path) -> None:
         (folder / "events.jsonl").write_text(
             "".join(e.model_dump_json() + "\n" for e in g.end()), encoding="utf-8"
         )
-    from annotation.claims import RuleExtractor
+    from annotation.grounding.claims import RuleExtractor
 
     res = gm.run_audit(
         [tmp_path / "t", tmp_path / "t" / "a"], out=tmp_path / "out", extractor=RuleExtractor()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from annotation.report import ReportContext, Table, Text, extra_sections
+from annotation.report.document import ReportContext, Table, Text, extra_sections
 
 _spec = importlib.util.spec_from_file_location(
     "audit_cli_helpers", Path(__file__).with_name("test_audit_cli.py")
@@ -69,7 +69,7 @@ def test_the_report_gives_each_rule_book_its_own_section(tmp_path: Path) -> None
 def test_the_report_refuses_an_audit_folder_that_mixes_rule_books(tmp_path: Path) -> None:
     import json
 
-    from annotation.report import Warning_
+    from annotation.report.document import Warning_
     from controller.cli import main
 
     run = write_run(tmp_path / "run")

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from annotation.audit import AuditedClaim, audit_claims
-from annotation.claims import Claim
-from annotation.grounding_metrics import game_metrics
-from annotation.trajectory import Trajectory, build_trajectory
+from annotation.grounding.audit import AuditedClaim, audit_claims
+from annotation.grounding.claims import Claim
+from annotation.grounding.metrics import game_metrics
+from annotation.grounding.trajectory import Trajectory, build_trajectory
 from testkit.logs import GameBuilder
 
 

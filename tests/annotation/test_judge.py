@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from annotation.annotate import annotate_runs
-from annotation.findings import Finding, read_annotations, validate_finding
+from annotation.deception.annotate import annotate_runs
+from annotation.deception.findings import Finding, read_annotations, validate_finding
+from annotation.deception.judge import ReplyFormatError, build_prompt, judge_game, parse_reply
 from annotation.gamelog import load_game
-from annotation.judge import ReplyFormatError, build_prompt, judge_game, parse_reply
 from annotation.llm import JudgeModel, make_judge
 from harness_aria.backends import ModelRequest, ModelResponse
 from harness_aria.backends.settings import BackendSettings
@@ -387,7 +387,7 @@ def test_an_unreadable_reply_is_asked_again_with_the_reason(tmp_path: Path) -> N
 
 
 def test_two_judges_are_kept_side_by_side_and_analysed_together(tmp_path: Path) -> None:
-    from annotation.analysis import load_dataset
+    from annotation.report.analysis import load_dataset
 
     run = _game(tmp_path / "run")
 

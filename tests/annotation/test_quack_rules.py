@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from annotation.audit import AuditedClaim, audit_claims
-from annotation.claims import Claim
-from annotation.rules import RULE_BOOKS, RULES, rule_book
-from annotation.trajectory import Trajectory, build_trajectory
+from annotation.grounding.audit import AuditedClaim, audit_claims
+from annotation.grounding.claims import Claim
+from annotation.grounding.rules import RULE_BOOKS, RULES, rule_book
+from annotation.grounding.trajectory import Trajectory, build_trajectory
 from testkit.logs import CORRIDOR, GameBuilder
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "grounding.md"
@@ -467,7 +467,7 @@ def test_rule_books_are_registered_and_unknown_ones_refused() -> None:
 
 
 def _resolve(dotted: str) -> Any:
-    mod, _, rest = ("annotation." + dotted).rpartition(".")
+    mod, _, rest = ("annotation.grounding." + dotted).rpartition(".")
     try:
         obj: Any = importlib.import_module(mod)
         return getattr(obj, rest)
@@ -491,17 +491,17 @@ def test_every_rule_is_a_documented_function_listed_in_the_docs() -> None:
 
 
 def test_the_docs_table_of_differences_is_in_sync() -> None:
-    from annotation.rules import render_doc
+    from annotation.grounding.rules import render_doc
 
     text = DOC.read_text(encoding="utf-8")
-    assert render_doc(text) == text, "run `python -m annotation.rules`"
+    assert render_doc(text) == text, "run `python -m annotation.grounding.rules`"
 
 
 def test_the_quack_book_on_a_whole_fake_world_game(tmp_path: Path) -> None:
     """Every probe claim of a scripted fake-world game is judged by the QUACK book,
     within its own round (QUACK never reads another round)."""
-    from annotation.claims import RuleExtractor
-    from annotation.trajectory import load_trajectory
+    from annotation.grounding.claims import RuleExtractor
+    from annotation.grounding.trajectory import load_trajectory
     from controller.cli import play_game
     from controller.config import resolve_config
     from world.spec import load_map

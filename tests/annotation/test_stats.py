@@ -12,7 +12,7 @@ from scipy import stats as st
 from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 
 from annotation import stats
-from annotation.codebook import codebook
+from annotation.deception.codebook import codebook
 
 N = 120
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from annotation.trajectory import build_trajectory
+from annotation.grounding.trajectory import build_trajectory
 from testkit.logs import GameBuilder
 
 

@@ -158,7 +158,7 @@ def test_api_serves_the_game_steps_and_saves_labels(
     ]
     assert _get(v.url + "api/labels") == on_disk
     # The file is in the human-label format `analyze --human` imports.
-    from annotation.human import read_labels as import_labels
+    from annotation.deception.human import read_labels as import_labels
 
     imported = import_labels(labels / "ann1.jsonl")
     assert [(x.annotator, x.atom, x.step, x.actor) for x in imported] == [("ann1", "C", 1, "red")]

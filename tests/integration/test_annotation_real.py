@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from annotation.detectors import run_detectors
-from annotation.findings import validate_finding
+from annotation.deception.detectors import run_detectors
+from annotation.deception.findings import validate_finding
 from annotation.gamelog import load_game
 
 pytestmark = pytest.mark.integration

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from annotation.audit import audit_claims
-from annotation.claims import RuleExtractor
-from annotation.grounding_metrics import game_metrics
-from annotation.trajectory import load_trajectory
+from annotation.grounding.audit import audit_claims
+from annotation.grounding.claims import RuleExtractor
+from annotation.grounding.metrics import game_metrics
+from annotation.grounding.trajectory import load_trajectory
 
 pytestmark = pytest.mark.integration
 

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from annotation.audit import VERIFIABLE, audit_claims
-from annotation.claims import (
+from annotation.grounding.audit import VERIFIABLE, audit_claims
+from annotation.grounding.claims import (
     Claim,
     ModelExtractor,
     normalise_room,
     room_aliases,
     spoken_turns,
 )
-from annotation.grounding_metrics import run_audit
+from annotation.grounding.metrics import run_audit
+from annotation.grounding.trajectory import Trajectory, load_trajectory
 from annotation.llm import JudgeModel, ReplyCache
-from annotation.trajectory import Trajectory, load_trajectory
 from controller.cli import play_game
 from controller.config import resolve_config
 from harness_aria.backends.base import ModelRequest

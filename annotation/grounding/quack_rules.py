@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from annotation.audit import AuditedClaim, Duration, Window
-from annotation.claims import ACTIVITIES, CLAIM_TYPES, Claim, normalise_claim
-from annotation.trajectory import NOT_ROOMS, MeetingRecord, Trajectory
+from annotation.grounding.audit import AuditedClaim, Duration, Window
+from annotation.grounding.claims import ACTIVITIES, CLAIM_TYPES, Claim, normalise_claim
+from annotation.grounding.trajectory import NOT_ROOMS, MeetingRecord, Trajectory
 
 NAME = "quack"
 """This rule book's name (`mineamongus audit --rules quack`)."""
@@ -111,7 +111,7 @@ QUACK_ACTIVITY: dict[str, str] = {
     "report": "reporting body",
     "call_meeting": "calling meeting",
 }
-"""This project's activities (`annotation.claims.ACTIVITIES`, already normalised from
+"""This project's activities (`annotation.grounding.claims.ACTIVITIES`, already normalised from
 their synonyms) -> the QUACK activity verified. `kill` has none: QUACK does not verify
 kill claims (`verify_activity_claim`: "not supported")."""
 
@@ -143,7 +143,7 @@ def room_of(room: str | None, rooms: Iterable[str]) -> str | None:
 
     Source: QUACK `normalize_room_name`. Corridors are no rooms in QUACK's graph map, so
     a `hallway` (or `corridor`) word is unrecognised here, where the default book treats
-    the hallway as a room. Names are already normalised (`annotation.claims`).
+    the hallway as a room. Names are already normalised (`annotation.grounding.claims`).
     """
     if room is None or room in NOT_ROOMS:
         return None

@@ -16,14 +16,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from annotation import agreement, stats
-from annotation import human as human_labels
-from annotation.codebook import codebook
-from annotation.detectors import DETECTED_ATOMS, run_detectors
-from annotation.findings import judge_statuses, read_annotation_rows, validate_finding
+from annotation import stats
+from annotation.deception import agreement
+from annotation.deception import human as human_labels
+from annotation.deception.codebook import codebook
+from annotation.deception.detectors import DETECTED_ATOMS, run_detectors
+from annotation.deception.findings import judge_statuses, read_annotation_rows, validate_finding
+from annotation.deception.human import read_labels
 from annotation.gamelog import FACT_KINDS, find_runs, game_facts, load_game
-from annotation.human import read_labels
-from annotation.report import (
+from annotation.report.document import (
     Figure,
     ReportContext,
     Section,

@@ -3,7 +3,7 @@
 Every line of a rendering starts with `[step N]` (or is a `#` header), so a judge's
 evidence quote points at one step, and every line has an owner: the player whose act,
 decision or words it records (None for headers and results). A judge's finding must quote
-a line its actor owns (`annotation.findings.validate_finding`).
+a line its actor owns (`annotation.deception.findings.validate_finding`).
 
 The non-verbal pass shows, per free-roam step, one line per living impostor: its room and
 position, whom it could see and who could see it (field of view), the players near it at

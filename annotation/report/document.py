@@ -25,7 +25,7 @@ import pandas as pd
 logger = logging.getLogger(__name__)
 
 SECTION_PROVIDERS: dict[str, str] = {
-    "grounding": "annotation.grounding_metrics:report_sections",
+    "grounding": "annotation.grounding.metrics:report_sections",
 }
 """Section providers by name: `"module:function"`, imported when a report is made (so a
 report without a grounding audit never imports it)."""

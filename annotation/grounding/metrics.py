@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from annotation.audit import VERIFIABLE, AuditedClaim
-from annotation.claims import CLAIM_TYPES, ExtractionResult
-from annotation.rules import DEFAULT_RULES, RULE_BOOKS, rule_book
+from annotation.grounding.audit import VERIFIABLE, AuditedClaim
+from annotation.grounding.claims import CLAIM_TYPES, ExtractionResult
+from annotation.grounding.rules import DEFAULT_RULES, RULE_BOOKS, rule_book
+from annotation.grounding.trajectory import NOT_ROOMS, Trajectory
 from annotation.stats import DEGENERATE_MAX, percentile_interval
-from annotation.trajectory import NOT_ROOMS, Trajectory
 from controller.record import find_runs as find_runs
 from controller.record import has_log, log_path, read_log
 from controller.stats import Interval
@@ -686,7 +686,7 @@ def run_audit(
             audited.
         seed: Seed of the bootstrap resampling.
         progress: Called with one line per game.
-        rules: The rule book judging the claims (`annotation.rules.RULE_BOOKS`); written
+        rules: The rule book judging the claims (`annotation.grounding.rules.RULE_BOOKS`); written
             into every claim row, every table (`rules` column) and `audit.json`.
 
     Returns:
@@ -697,9 +697,9 @@ def run_audit(
             unknown rule book, or an `out` folder holding another rule book's audit
             (two books are never mixed in one folder).
     """
-    from annotation.audit import audit_claims
-    from annotation.claims import Claim, read_claim_rows, write_claims
-    from annotation.trajectory import load_trajectory
+    from annotation.grounding.audit import audit_claims
+    from annotation.grounding.claims import Claim, read_claim_rows, write_claims
+    from annotation.grounding.trajectory import load_trajectory
 
     if extractor is None and claims_file is None:
         raise ValueError("give an extractor (--extractor rules|BACKEND) or --claims FILE")
@@ -962,14 +962,14 @@ def report_sections(context: Any) -> list[Any]:
     `<report folder>/audit`.
 
     Args:
-        context: `annotation.report.ReportContext`.
+        context: `annotation.report.document.ReportContext`.
 
     Returns:
-        `annotation.report.Section`s: the rule book, headline metrics with intervals,
+        `annotation.report.document.Section`s: the rule book, headline metrics with intervals,
         detection lift by meeting, the noise ruler, exclusions.
     """
-    from annotation.claims import RuleExtractor
-    from annotation.report import Section, Warning_
+    from annotation.grounding.claims import RuleExtractor
+    from annotation.report.document import Section, Warning_
 
     folders = [Path(f) for f in context.folders]
     if not any(f.is_dir() and _holds_runs(f) for f in folders):
@@ -1004,7 +1004,7 @@ def _audit_section(audit_dir: Path, book: str, note: str) -> Any:
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from annotation.report import Section, Table, Text, Warning_
+    from annotation.report.document import Section, Table, Text, Warning_
 
     def read(name: str) -> pd.DataFrame:
         p = audit_dir / f"{name}.parquet"

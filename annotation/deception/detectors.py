@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from annotation.findings import Finding
+from annotation.deception.findings import Finding
 from annotation.gamelog import (
     Game,
     Pose,

@@ -1,8 +1,8 @@
 """The LLM judge: two passes per game (non-verbal over actions, verbal over meetings).
 
 Each pass sends the codebook rows of its channel (from `atoms.yaml`), its rules and the
-game's rendering (`annotation.render`). The reply's findings are validated against the
-game (`annotation.findings.validate_finding`: each quote must be a line its actor owns);
+game's rendering (`annotation.deception.render`). The reply's findings are validated against the
+game (`annotation.deception.findings.validate_finding`: each quote must be a line its actor owns);
 rejected ones are kept with the reason. Replies are cached by (judge model, prompt hash,
 game content hash): a re-run with the same judge, prompts and log makes no call.
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from annotation.codebook import Codebook, codebook
-from annotation.findings import CheckedFinding, Finding, JudgeCall, validate_finding
+from annotation.deception.codebook import Codebook, codebook
+from annotation.deception.findings import CheckedFinding, Finding, JudgeCall, validate_finding
+from annotation.deception.render import RENDER_VERSION, Line, nonverbal_lines, text_of, verbal_lines
 from annotation.gamelog import Game
 from annotation.llm import JudgeCallError, JudgeModel, ReplyCache, count_tokens, estimate_cost
-from annotation.render import RENDER_VERSION, Line, nonverbal_lines, text_of, verbal_lines
 
 PassName = Literal["nonverbal", "verbal"]
 PASSES: tuple[PassName, ...] = ("nonverbal", "verbal")

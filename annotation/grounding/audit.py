@@ -21,8 +21,8 @@ defender's sight of the defended in the window, `hit` (the defended is a crewmat
 `grounded` (that sight).
 
 These are the `mineamongus` rule book's rules (the default; `ProjectAuditor`). The
-`quack` book (`annotation.quack_rules`) judges the same claims with QUACK's rules:
-`audit_claims(traj, claims, rules="quack")`; `annotation.rules.RULES` lists the
+`quack` book (`annotation.grounding.quack_rules`) judges the same claims with QUACK's rules:
+`audit_claims(traj, claims, rules="quack")`; `annotation.grounding.rules.RULES` lists the
 differences.
 """
 
@@ -35,14 +35,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from annotation.claims import (
+from annotation.grounding.claims import (
     ACTIVITIES,
     CLAIM_TYPES,
     Claim,
     normalise_claim,
     normalise_phrase,
 )
-from annotation.trajectory import (
+from annotation.grounding.trajectory import (
     NOT_ROOMS,
     MeetingRecord,
     Sample,
@@ -99,7 +99,7 @@ class AuditedClaim(Claim):
     speaker_role: str = ""
     speaker_model: str = ""
     rules: str = "mineamongus"
-    """The rule book that judged it (`annotation.rules.RULE_BOOKS`)."""
+    """The rule book that judged it (`annotation.grounding.rules.RULE_BOOKS`)."""
 
 
 # --------------------------------------------------------------------- time windows
@@ -194,7 +194,7 @@ TEMPORAL_PHRASES: Mapping[str, tuple[str, ...]] = {
     ),
 }
 """Time phrases by rule (see `resolve_window`). A phrase is matched after
-`annotation.claims.normalise_phrase` (case, punctuation, articles and possessives,
+`annotation.grounding.claims.normalise_phrase` (case, punctuation, articles and possessives,
 plurals): "The last round." = "last round", "since last meeting" = "since the last
 meeting". Steps and ticks are read by pattern (`STEP_PATTERNS`, `TICK_PATTERN`)."""
 
@@ -246,7 +246,7 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
     outside this vocabulary gives no window (the claim is `unverifiable`).
 
     Source: this project (the `mineamongus` book; the `quack` book's windows are
-    `annotation.quack_rules.resolve_window`).
+    `annotation.grounding.quack_rules.resolve_window`).
 
     Args:
         claim: The claim.
@@ -398,7 +398,8 @@ class ProjectAuditor:
 
     Source of every rule: this project's reasoning for a 3D world with sight lines
     (logged field of view, trace poses every sample interval, rounds by step). The
-    `quack` book (`annotation.quack_rules`) differs where `annotation.rules.RULES` says.
+    `quack` book (`annotation.grounding.quack_rules`) differs where
+    `annotation.grounding.rules.RULES` says.
     """
 
     def __init__(self, traj: Trajectory) -> None:
@@ -1007,7 +1008,7 @@ def audit_claims(
     Args:
         traj: The game.
         claims: Its claims (extracted or supplied).
-        rules: The rule book (`annotation.rules.RULE_BOOKS`): `mineamongus` (this
+        rules: The rule book (`annotation.grounding.rules.RULE_BOOKS`): `mineamongus` (this
             project's rules, the default) or `quack` (QUACK's).
 
     Returns:
@@ -1017,7 +1018,7 @@ def audit_claims(
         ValueError: an unknown rule book.
     """
     if rules != "mineamongus":
-        from annotation.rules import rule_book
+        from annotation.grounding.rules import rule_book
 
         return rule_book(rules).audit(traj, claims)
     return audit_project(traj, claims)

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from annotation.codebook import codebook
+from annotation.deception.codebook import codebook
 
 FIELDS = ("annotator", "game", "atom", "step", "actor", "evidence")
 """The columns of a label file, in order."""

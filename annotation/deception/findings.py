@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from annotation.codebook import Codebook, codebook
+from annotation.deception.codebook import Codebook, codebook
+from annotation.deception.render import Line
 from annotation.gamelog import Game
-from annotation.render import Line
 
 ANNOTATIONS_FILE = "annotations.jsonl"
 ANNOTATIONS_VERSION = 1

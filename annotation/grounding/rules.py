@@ -3,9 +3,9 @@
 Two books, registered by name (`mineamongus audit --rules NAME`):
 
 * `mineamongus` (the default): this project's rules, built for a 3D world with logged
-  sight lines (`annotation.audit.ProjectAuditor`, `docs/grounding.md`);
+  sight lines (`annotation.grounding.audit.ProjectAuditor`, `docs/grounding.md`);
 * `quack`: QUACK's verdict rules as its paper and code state them
-  (`annotation.quack_rules`), so that the tiers can be put beside QUACK's published
+  (`annotation.grounding.quack_rules`), so that the tiers can be put beside QUACK's published
   figures.
 
 Both read the same trajectories and the same (normalised) claims; every audited row
@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from annotation.audit import AuditedClaim, audit_project
-from annotation.claims import Claim
-from annotation.trajectory import Trajectory
+from annotation.grounding.audit import AuditedClaim, audit_project
+from annotation.grounding.claims import Claim
+from annotation.grounding.trajectory import Trajectory
 
 DEFAULT_RULES = "mineamongus"
 """The rule book used unless another is asked for."""
@@ -44,7 +44,7 @@ class RuleBook(Protocol):
 
 
 class ProjectRuleBook:
-    """This project's rules (`annotation.audit.audit_project`)."""
+    """This project's rules (`annotation.grounding.audit.audit_project`)."""
 
     name = DEFAULT_RULES
 
@@ -62,7 +62,7 @@ def rule_book(name: str) -> RuleBook:
     if name == DEFAULT_RULES:
         return ProjectRuleBook()
     if name == "quack":
-        from annotation.quack_rules import QuackRuleBook
+        from annotation.grounding.quack_rules import QuackRuleBook
 
         return QuackRuleBook()
     raise ValueError(f"unknown rule book {name!r} (known: {', '.join(RULE_BOOKS)})")
@@ -74,9 +74,9 @@ class Rule:
 
     aspect: str
     mineamongus: str
-    """Dotted name of the default book's function (under `annotation.`)."""
+    """Dotted name of the default book's function (under `annotation.grounding.`)."""
     quack: str
-    """Dotted name of the QUACK book's function (under `annotation.`)."""
+    """Dotted name of the QUACK book's function (under `annotation.grounding.`)."""
     quack_source: str
     """QUACK's function it reproduces (`quack/evaluation/tier3_statement_verification.py`
     unless a path is given)."""
@@ -258,5 +258,5 @@ def render_doc(text: str) -> str:
 if __name__ == "__main__":
     from pathlib import Path
 
-    doc = Path(__file__).resolve().parents[1] / "docs" / "grounding.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "grounding.md"
     doc.write_text(render_doc(doc.read_text(encoding="utf-8")), encoding="utf-8")

@@ -1,6 +1,6 @@
 """Generated parts of `docs/annotation.md`: the codebook table and the detector thresholds.
 
-`python -m annotation.docs` rewrites the marked blocks of the doc from `atoms.yaml` and
+`python -m annotation.report.docs` rewrites the marked blocks of the doc from `atoms.yaml` and
 `DetectorParams`; a test checks the doc is in sync, so the doc reads the same data as
 the judge and the detectors.
 """
@@ -11,10 +11,10 @@ import re
 import sys
 from pathlib import Path
 
-from annotation.codebook import codebook
-from annotation.detectors import DETECTORS, DetectorParams
+from annotation.deception.codebook import codebook
+from annotation.deception.detectors import DETECTORS, DetectorParams
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "annotation.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "annotation.md"
 
 
 def codebook_markdown() -> str:

@@ -11,15 +11,15 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotation.detectors import DETECTORS, DetectorParams, run_detectors
-from annotation.findings import (
+from annotation.deception.detectors import DETECTORS, DetectorParams, run_detectors
+from annotation.deception.findings import (
     GameAnnotation,
     read_annotations,
     validate_finding,
     write_annotations,
 )
+from annotation.deception.judge import Estimate, estimate_game, judge_game
 from annotation.gamelog import find_runs, load_game
-from annotation.judge import Estimate, estimate_game, judge_game
 from annotation.llm import JudgeModel, ReplyCache
 
 logger = logging.getLogger(__name__)

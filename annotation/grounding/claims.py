@@ -37,8 +37,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from annotation.grounding.trajectory import SpeechRecord, Trajectory
 from annotation.llm import JudgeCallError, JudgeModel, ReplyCache
-from annotation.trajectory import SpeechRecord, Trajectory
 from world.geometry import HALLWAY
 from world.spec import HALLWAY_ALIASES, packaged_room_aliases
 
@@ -629,11 +629,11 @@ class RuleExtractor:
 
 
 EXTRACTION_PROMPT = (
-    resources.files("annotation")
+    resources.files("annotation.grounding")
     .joinpath("prompts/claim_extraction.txt")
     .read_text(encoding="utf-8")
 )
-"""The extraction prompt (`annotation/prompts/claim_extraction.txt`, a `str.format`
+"""The extraction prompt (`annotation/grounding/prompts/claim_extraction.txt`, a `str.format`
 template); `PROMPT_VERSION` is its hash, part of every cache key."""
 
 PROMPT_VERSION = "claims-v1-" + hashlib.sha256(EXTRACTION_PROMPT.encode()).hexdigest()[:12]
