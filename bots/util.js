@@ -106,8 +106,7 @@ class GameClock {
 
   /** Resolves once the clock reaches `target` (never while it is stopped). */
   until (target) {
-    if (this.tick() >= target) return Promise.resolve()
-    return new Promise(resolve => this.waiters.push({ target, resolve }))
+    return new Promise(resolve => this.at(target, resolve))
   }
 
   /**
