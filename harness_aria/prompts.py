@@ -252,14 +252,3 @@ CACHE_MINIMUM_TOKENS: dict[str, int] = {
 }
 """Smallest prompt prefix (tokens) each priced model caches, as the providers document it
 (OpenAI: 1024 for every model; Anthropic: 1024 for Sonnet 4.5, 4096 for Haiku 4.5)."""
-
-
-def estimate_tokens(text: str) -> int:
-    """An estimate of a text's tokens: characters / 4.
-
-    No package on this machine ships an `o200k_base` (or Claude) vocabulary offline, and
-    nothing may download one at run time (`tiktoken` would), so estimates are a quarter of
-    the characters. Real tokenisers count numbers and punctuation as more tokens, so this
-    errs low on tables; a provider's `usage` in the call record is the measured figure.
-    """
-    return len(text) // 4

@@ -66,6 +66,8 @@ def budget(purpose: str) -> Budget:
 
 
 SKILL_PURPOSES = frozenset({"planner", "planner_long"})
+LOOK_PURPOSES = frozenset({"surveillance", "kill_scan"})
+"""The calls that judge a frame: their context is the look view (`look_text`) alone."""
 """The calls whose prompt shows the skill memory: the planners', as in the reference
 ("the last 5 skills reach the planners only")."""
 
@@ -107,6 +109,9 @@ class Toolkit:
     then the rest of the view, so an agent's successive calls share a long start."""
     skills_text: str = ""
     plan_text: str = ""
+    look_text: str = ""
+    """What the calls that judge a frame (`LOOK_PURPOSES`) are given instead of the
+    context (`harness_aria.view_text.render_look`); '' gives them the whole context."""
     calls: list[CallRecord] = field(default_factory=list)
 
     @property
@@ -125,7 +130,10 @@ class Toolkit:
 
     def context(self, purpose: str = "planner") -> str:
         """The dynamic part of a prompt: state view, memory, plan, and for the planners'
-        calls (`SKILL_PURPOSES`) skills."""
+        calls (`SKILL_PURPOSES`) skills; for a call that judges a frame
+        (`LOOK_PURPOSES`), the look view and the plan alone."""
+        if purpose in LOOK_PURPOSES and self.look_text:
+            return "\n\n".join(t for t in (self.look_text, self.plan_text) if t)
         head = self.view_head
         skills = self.skills_text if purpose in SKILL_PURPOSES else ""
         if head and self.view_text.startswith(head):

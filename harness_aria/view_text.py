@@ -12,6 +12,8 @@ dropped (tested: `tests/harness_aria/test_view_text.py`).
 
 from __future__ import annotations
 
+import math
+
 from controller.events import Vec3
 from controller.observation import ChatEntry, MeetingRecord
 from controller.views import InView, StateView, dead_line, meeting_cause, meeting_result
@@ -22,7 +24,9 @@ def _cap(name: str) -> str:
 
 
 def _xz(pos: Vec3) -> str:
-    return f"({pos[0]:.1f}, {pos[2]:.1f})"
+    """A position as its block's coordinates, `(x, z)`: the block a player stands on
+    (Minecraft's own convention; a tenth of a block says nothing a prompt needs)."""
+    return f"({math.floor(pos[0])}, {math.floor(pos[2])})"
 
 
 def _ago(steps: int) -> str:
@@ -67,6 +71,40 @@ def render_view(v: StateView) -> str:
     return head + "\n" + rest
 
 
+def _identity(v: StateView) -> str:
+    return (
+        f"You are {_cap(v.agent)}, {'an' if v.role[0] in 'aeiou' else 'a'} {v.role}"
+        + (f" (fellow impostors: {', '.join(v.teammates)})" if v.teammates else "")
+        + "."
+    )
+
+
+def _where(v: StateView) -> str:
+    return (
+        f"Step {v.step}. Phase: {v.scoreboard.phase}. You are in {v.room} at {_xz(v.pos)}, "
+        f"facing {v.yaw:.0f} degrees."
+    )
+
+
+def _sight(v: StateView) -> list[str]:
+    label = "In view now" if v.mode == "ego" else "In sight now"
+    lines = [f"{label}: " + (_listing(v.in_view) or "nobody")]
+    if v.bodies_in_view:
+        lines.append(f"Bodies {label.lower()}: " + _listing(v.bodies_in_view))
+    return lines
+
+
+def render_look(v: StateView) -> str:
+    """What a call that judges a frame is given (KILL's witness scan, SURVEILLANCE): who
+    the agent is, the dead, where it stands and faces, and whom and which bodies it can
+    see. The reference's scan and surveillance prompts carry no state at all; memory,
+    tasks, the roster and chat are left out here, as they say nothing about a picture."""
+    lines = [_identity(v)]
+    if v.dead:
+        lines.append(dead_line(v.dead, v.body_rooms))
+    return "\n".join([*lines, _where(v), *_sight(v)])
+
+
 def render_view_parts(v: StateView) -> tuple[str, str]:
     """The state view in two parts: the facts that change rarely (who the agent is,
     earlier meetings, the dead, bodies seen, own pending tasks), which open every prompt's
@@ -75,11 +113,7 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
     sight, roster and chat), which follows the agent's skills and memory."""
     sb = v.scoreboard
     crew = v.role == "crewmate"
-    head = [
-        f"You are {_cap(v.agent)}, {'an' if v.role[0] in 'aeiou' else 'a'} {v.role}"
-        + (f" (fellow impostors: {', '.join(v.teammates)})" if v.teammates else "")
-        + ".",
-    ]
+    head = [_identity(v)]
     if v.past_meetings:
         head.append("Earlier meetings:")
         head += [f"  {meeting_line(m)}" for m in v.past_meetings]
@@ -96,10 +130,7 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
         head.append(
             "Your pending tasks (station in room (x, z)): " + ("; ".join(pending) or "none")
         )
-    lines = [
-        f"Step {v.step}. Phase: {sb.phase}. You are in {v.room} at {_xz(v.pos)}, "
-        f"facing {v.yaw:.0f} degrees.",
-    ]
+    lines = [_where(v)]
     status = (
         [f"Your tasks done: {sum(sb.task_bits)}/{len(sb.task_bits)}."]
         if crew or sb.task_bits
@@ -122,10 +153,10 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
             f"Task in progress: station {v.task_in_progress}, not finished "
             f"(stay at the station to finish it)."
         )
-    label = "In view now" if v.mode == "ego" else "In sight now"
-    lines.append(f"{label}: " + (_listing(v.in_view) or "nobody"))
-    if v.bodies_in_view:
-        lines.append(f"Bodies {label.lower()}: " + _listing(v.bodies_in_view))
+    if sb.phase == "free_roam" or v.bodies_in_view:
+        # in a meeting every living player sits at the table: whom the seat faces says
+        # nothing (the roster lists the living)
+        lines += _sight(v)
     if sb.speaker:
         lines.append(
             f"Meeting: {_cap(sb.speaker)} is speaking; {sb.meeting_countdown} ticks of talk left."

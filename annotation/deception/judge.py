@@ -315,7 +315,7 @@ def estimate_game(
             cached += 1
             continue
         calls += 1
-        tin += count_tokens(prompt.system + prompt.user)
+        tin += count_tokens(prompt.system + prompt.user, address)
         tout += expected_out
     cost = estimate_cost(address, tin, tout)
     return Estimate(game.game_id, calls, cached, tin, tout, cost)

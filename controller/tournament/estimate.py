@@ -35,6 +35,7 @@ from typing import Any
 
 from controller.agents.registry import KindFacts, side_facts, side_price
 from controller.config import SideConfig
+from controller.tokens import method
 from controller.tournament.spec import Arm, ExperimentSpec, TokenEstimate
 
 BASE_SETTING = "default (RQ1)"
@@ -219,6 +220,7 @@ def side_estimate(
         return SideEstimate(backend, 0.0, 0.0, 0.0)
     figures = figures if figures is not None else load_figures()
     f = _from_spec(est, seats, n_seats, steps)
+    measured = f is None
     if f is None:
         if figures is None:
             raise FileNotFoundError(
@@ -231,13 +233,25 @@ def side_estimate(
         f = measured_side(role, dict(facts.axes), figures, defaults)
     model = facts.model or backend
     notes = list(f.notes)
+    text = f.text_in_per_decision
+    if measured and figures is not None:
+        # the figures' text is counted with FIGURE_MODEL's vocabulary; a model counted
+        # another way takes the base's ratio of the two counts of the same prompts
+        counted = method(model)
+        base = figures["settings"][BASE_SETTING]["sides"][role]
+        by_method = base.get("text_in_per_decision_by_method", {})
+        ours = by_method.get(method(FIGURE_MODEL))
+        if counted in by_method and ours:
+            text *= by_method[counted] / ours
+        if counted == "characters / 4":
+            notes.append(f"{model}: text counted as characters / 4 (no vocabulary ships for it)")
     image_tokens = figures.get("image_tokens", {}) if figures else {}
     if model not in image_tokens and f.images_per_decision:
         notes.append(f"{model}: frames counted at {FIGURE_MODEL}'s size")
     frame = float(image_tokens.get(model, image_tokens.get(FIGURE_MODEL, 0)))
     images = 0.0 if facts.text_only else f.images_per_decision
     decisions = f.decisions_per_seat_step * seats * steps
-    per_decision = f.text_in_per_decision + images * frame
+    per_decision = text + images * frame
     tin = decisions * per_decision
     tout = decisions * f.tokens_out_per_decision
     price = side_price(side.agent, side.args)
@@ -308,8 +322,9 @@ def dry_run_lines(spec: ExperimentSpec, arms: list[Arm], games_per_arm: int) -> 
     measured = est.decisions_per_game is None or est.tokens_in_per_decision is None
     source = (
         "measured figures per side and ARIA setting (controller/tournament/token_figures.json, "
-        f"fake-world paper games, seeds {figures.get('seeds') if figures else '?'}; tokens "
-        "characters / 4, frames at each model's size)"
+        f"fake-world paper games, seeds {figures.get('seeds') if figures else '?'}; text "
+        "tokens counted with each model's vocabulary where one ships (o200k_base for "
+        "OpenAI's), else characters / 4; frames at each model's size)"
         if measured
         else "the spec's `estimate` fields"
     )

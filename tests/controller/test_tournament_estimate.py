@@ -9,6 +9,7 @@ import pytest
 import harness_aria.registration  # noqa: F401  (registers the `aria` agent kind)
 from controller.cli import main, play_game
 from controller.events import Decision, GameStart, read_events
+from controller.tokens import count_tokens
 from controller.tournament.estimate import arm_estimate, load_figures
 from controller.tournament.spec import expand_arms, load_spec
 from world.spec import load_map
@@ -16,16 +17,21 @@ from world.spec import load_map
 RQ1 = Path(__file__).resolve().parents[2] / "configs" / "experiments" / "rq1.yaml"
 
 
-def _measured_tokens_per_game(run: Path, image_tokens: int, steps: int) -> float:
-    """A played game's input tokens (the calls' `tokens_in` plus each frame at the model's
-    size), scaled to the step budget as the figures are."""
+def _measured_tokens_per_game(run: Path, model: str, image_tokens: int, steps: int) -> float:
+    """A played game's input tokens on a model (the texts each call sent, counted with the
+    model's vocabulary, plus each frame at the model's size), scaled to the step budget as
+    the figures are."""
     tokens, last = 0.0, 0
     for ev in read_events(run / "events.jsonl"):
         last = max(last, ev.step)
         if isinstance(ev, Decision):
             for call in ev.calls:
-                tokens += int(call.get("tokens_in", 0))
-                tokens += image_tokens if (call.get("sent") or {}).get("image_sha256") else 0
+                sent = call.get("sent") or {}
+                for key in ("prefix_sha256", "system_sha256", "user_sha256"):
+                    if sent.get(key):
+                        text = (run / "prompts" / f"{sent[key]}.txt").read_text()
+                        tokens += count_tokens(text, model)
+                tokens += image_tokens if sent.get("image_sha256") else 0
     return tokens * steps / (last + 1)
 
 
@@ -36,7 +42,7 @@ def test_dry_run_of_rq1_agrees_with_a_measured_fake_world_paper_game(tmp_path: P
     arm = next(a for a in expand_arms(spec) if a.name.startswith("gpt-4.1-mini-crew=win-rea"))
     est = arm_estimate(arm, 1, spec.estimate, figures, spec.world)
     # The same arm played on the fake world with the fake backend (a seed the figures
-    # were not measured on); the fake counts characters / 4, as the figures do.
+    # were not measured on); its prompts are counted as the figures count them.
     sides = {
         name: side.model_copy(update={"args": {**side.args, "backend": "fake"}})
         for name, side in (("crew", arm.config.crew), ("impostor", arm.config.impostor))
@@ -46,8 +52,12 @@ def test_dry_run_of_rq1_agrees_with_a_measured_fake_world_paper_game(tmp_path: P
     start = next(e for e in read_events(tmp_path / "events.jsonl") if isinstance(e, GameStart))
     assert start.preset == "paper"
     measured = _measured_tokens_per_game(
-        tmp_path, figures["image_tokens"]["gpt-4.1-mini"], arm.config.rules.max_steps
+        tmp_path,
+        "gpt-4.1-mini",
+        figures["image_tokens"]["gpt-4.1-mini"],
+        arm.config.rules.max_steps,
     )
+    print(f"dry-run {est.tokens_in:,.0f} vs measured {measured:,.0f} tokens")
     assert est.tokens_in == pytest.approx(measured, rel=0.25), (est.tokens_in, measured)
 
 

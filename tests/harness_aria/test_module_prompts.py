@@ -13,11 +13,11 @@ import pytest
 from controller.cli import play_game
 from controller.config import RulesConfig, resolve_config
 from controller.events import Decision, read_events
+from controller.tokens import count_tokens
 from harness_aria.calls import PromptStore, picture_wording
 from harness_aria.prompts import (
     CACHE_MINIMUM_TOKENS,
     PREFIX_GROUPS,
-    estimate_tokens,
     shared_prefix,
 )
 from world.geometry import ShipGeometry
@@ -64,16 +64,20 @@ def test_shared_prefix_is_lean_by_default_and_the_map_extras_are_options() -> No
     # The reference's prompts carry no map drawing, distance tables or corridor lists.
     for extra in ("Walking distance", "Corridors", "```"):
         assert extra not in prefix
-    assert estimate_tokens(prefix) < 1000
+    assert count_tokens(prefix, "gpt-4.1-mini") < 1000
     tables = shared_prefix(GEOMETRY, RulesConfig(), map_detail="tables")
     full = shared_prefix(GEOMETRY, RulesConfig(), map_detail="full")
     assert "Walking distance" in tables and "```" not in tables
     assert "Walking distance" in full and "```" in full
-    assert estimate_tokens(prefix) < estimate_tokens(tables) < estimate_tokens(full)
+    assert (
+        count_tokens(prefix, "gpt-4.1-mini")
+        < count_tokens(tables, "gpt-4.1-mini")
+        < count_tokens(full, "gpt-4.1-mini")
+    )
     # A crewmate's prefix names no impostor-only field; the impostors' explains them.
     impostor = shared_prefix(GEOMETRY, RulesConfig(), role="impostor")
     assert "intent" not in prefix and "intent" in impostor
-    assert max(CACHE_MINIMUM_TOKENS.values()) > estimate_tokens(impostor)
+    assert max(CACHE_MINIMUM_TOKENS.values()) > count_tokens(impostor, "gpt-4.1-mini")
 
 
 def test_prompt_store_deduplicates_and_is_atomic(tmp_path: Path) -> None:
@@ -136,8 +140,9 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
     tmp_path: Path,
 ) -> None:
     """Every call of a game holds its prefix group's sections (`PREFIX_GROUPS`: the rules,
-    each room's connections, how answers are read), the state view and its one answer
-    format exactly once, and no section of another group; a crewmate's calls name no
+    each room's connections, how answers are read), the state view (the look view for a
+    call that judges a frame) and its one answer format exactly once, and no section of
+    another group; a crewmate's calls name no
     impostor-only field or module (the private `intent`, KILL, the witness scan)."""
     base = tmp_path
     for seed in range(1, 12):  # the first seed whose game holds a meeting
@@ -193,6 +198,11 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
             assert whole.count("Answer as JSON") == 1, call["purpose"]
             assert whole.count(f"You are {d.agent.capitalize()}, a") == 1
             assert "Map (room: connected rooms)" not in whole
+            if group == "look":  # a frame is judged from the look view alone
+                for held in ("Step ", "In sight now", "Answer as JSON"):
+                    assert held in user, (call["purpose"], held)
+                for left in ("Roster", "Beliefs", "What you did", "Your pending", "Chat"):
+                    assert left not in user, (call["purpose"], left)
             if role == "crewmate":
                 for word in ("intent", "impostors only", "KILL", "witness", "safe to kill"):
                     assert word not in whole, (call["purpose"], word)

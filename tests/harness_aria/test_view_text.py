@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from controller.observation import MeetingRecord, Sighting
 from controller.views import Knowledge
-from harness_aria.view_text import meeting_line, render_view, render_view_parts
+from harness_aria.view_text import meeting_line, render_look, render_view, render_view_parts
 
 
 def test_meeting_line_keeps_every_ballot_grouped_by_target() -> None:
@@ -52,6 +53,29 @@ def test_the_rarely_changing_part_opens_the_view(scene: Any) -> None:
     assert head.startswith("You are ") and "Step 4." not in head
     assert rest.startswith("Step 4.")
     assert render_view(view) == head + "\n" + rest
+
+
+def test_positions_are_the_blocks_players_stand_on(scene: Any) -> None:
+    knowledge = Knowledge("privileged", scene.geometry)
+    roster = {"blue": Sighting(step=3, tick=300, pos=(-18.8, 64.0, 2.2), room="security")}
+    view = knowledge.view(knowledge.update(scene.obs(step=3, tick=300, roster=roster)))
+    text = render_view(view)
+    assert "Blue security (-19, 2) now" in text  # floor: the block at x -19 spans -19..-18
+    assert re.search(r"\(-?\d+\.\d+, -?\d+\.\d+\)", text) is None  # no tenths of a block
+
+
+def test_the_look_view_holds_who_and_what_the_agent_sees(scene: Any) -> None:
+    knowledge = Knowledge("privileged", scene.geometry)
+    obs = scene.obs(step=5, tick=500, players={"blue": scene.ahead(3)})
+    view = knowledge.view(knowledge.update(obs))
+    look = render_look(view)
+    assert look.startswith("You are Red, a crewmate.")
+    assert "Step 5. Phase: free_roam." in look
+    assert "In sight now: Blue (3.0 blocks, ahead)" in look
+    whole = render_view(view)
+    for line in look.splitlines():
+        assert line in whole.splitlines()  # nothing the full view does not say
+    assert "Roster" in whole and "Roster" not in look
 
 
 def test_aria_args_refuse_scripted_as_a_backend() -> None:
