@@ -83,3 +83,24 @@ def test_an_unpriced_model_stays_unknown_with_measured_figures() -> None:
     assert e.cost_usd is None and e.unknown_prices == ("openai:no-such-model",)
     assert e.known_cost_usd > 0 and e.tokens_in > 0
     assert any("frames counted at gpt-4.1-mini" in n for n in e.notes)
+
+
+def test_a_model_without_a_shipped_vocabulary_is_estimated_from_its_own_count() -> None:
+    """The figures' text is gpt-4.1-mini's o200k count; a Claude side takes the count of the
+    same prompts as characters / 4 (lower), and says so."""
+    spec = load_spec(RQ1)
+    figures = load_figures()
+    assert figures is not None
+    arm = next(a for a in expand_arms(spec) if a.name.startswith("gpt-4.1-mini-crew=win-rea"))
+    crew = arm.config.crew.model_copy(
+        update={"args": {**arm.config.crew.args, "backend": "anthropic:claude-haiku-4-5"}}
+    )
+    claude = arm.model_copy(update={"config": arm.config.model_copy(update={"crew": crew})})
+    openai = arm_estimate(arm, 1, spec.estimate, figures)
+    other = arm_estimate(claude, 1, spec.estimate, figures)
+    assert any("claude-haiku-4-5: text counted as characters / 4" in n for n in other.notes)
+    assert not any("characters / 4" in n for n in openai.notes)
+    base = figures["settings"]["default (RQ1)"]["sides"]["crewmate"]
+    by_method = base["text_in_per_decision_by_method"]
+    assert by_method["characters / 4"] < by_method["o200k_base"]
+    assert other.tokens_in < openai.tokens_in
