@@ -66,10 +66,11 @@ def budget(purpose: str) -> Budget:
 
 
 SKILL_PURPOSES = frozenset({"planner", "planner_long"})
-LOOK_PURPOSES = frozenset({"surveillance", "kill_scan"})
-"""The calls that judge a frame: their context is the look view (`look_text`) alone."""
 """The calls whose prompt shows the skill memory: the planners', as in the reference
 ("the last 5 skills reach the planners only")."""
+LOOK_PURPOSES = frozenset({"surveillance", "kill_scan"})
+"""The calls that judge a frame: their context is the look view (`look_text`) and the
+plan, as the reference's scan and surveillance prompts carry no state."""
 
 
 @dataclass

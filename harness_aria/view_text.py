@@ -4,10 +4,12 @@ in fewer words.
 `StateView` decides what an agent may know (the state mode's filter is applied before
 any of this); this module only lays those facts out for a prompt. It leaves out what
 holds no fact for the agent (an impostor's "0/0 tasks", "no task in progress", "no
-bodies seen", a dead player's roster line, whose body is in "Dead players"), and writes
-the roster and earlier meetings' ballots densely: every player's last-known room,
-position and age; every ballot, grouped by whom it was for. Nothing the view holds is
-dropped (tested: `tests/harness_aria/test_view_text.py`).
+bodies seen", a dead player's roster line, whose body is in "Dead players", who is in
+sight while every living player sits at the meeting table), writes positions as the
+blocks players stand on, and writes the roster and earlier meetings' ballots densely:
+every player's last-known room, position and age; every ballot, grouped by whom it was
+for. Nothing else the view holds is dropped (tested: `tests/harness_aria/test_view_text.py`).
+`render_look` is the short view of the calls that judge a frame.
 """
 
 from __future__ import annotations
