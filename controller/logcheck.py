@@ -62,6 +62,11 @@ a sprint-jump a little more): a faster pair of pose samples means the record's c
 and the players' movement came apart."""
 ROUNDING_SLACK = 0.3
 """Blocks of slack per sample pair on `SPEED_LIMIT` (rounded poses, a step's jitter)."""
+RECENTRE_SLACK = 0.71
+"""Blocks a walk's end may move a player at once on the real server: mineflayer-
+pathfinder's stop puts a bot whose box is more than 0.2 from its block's centre on that
+centre, up to half a block on each axis (0.71 diagonally) within one tick. The record
+is right to show it; it is no sign of the clock and the positions coming apart."""
 SPEED_SPAN = 5
 """Fewest ticks a sample pair must span to count towards `RecordFigures.worst_speed`
 (over a tick or two, the rounding of positions dominates the figure)."""
@@ -808,7 +813,7 @@ class RecordFigures:
     at least `SPEED_SPAN` ticks."""
     moving_pairs: int = 0
     fast: list[FastPair] = field(default_factory=list)
-    """Pairs beyond `SPEED_LIMIT` per tick plus `ROUNDING_SLACK`."""
+    """Pairs beyond `SPEED_LIMIT` per tick plus `RECENTRE_SLACK` and `ROUNDING_SLACK`."""
     gaps: list[tuple[int, int, int]] = field(default_factory=list)
     """(step, gap, tick) of every step's largest sample gap."""
     overshoots: list[tuple[int, int, int]] = field(default_factory=list)
@@ -857,7 +862,7 @@ def record_figures(events: Sequence[Event]) -> RecordFigures:
                     out.moving_pairs += 1
                     if dt >= SPEED_SPAN:
                         out.worst_speed = max(out.worst_speed, d / dt)
-                if d > SPEED_LIMIT * dt + ROUNDING_SLACK:
+                if d > SPEED_LIMIT * dt + RECENTRE_SLACK + ROUNDING_SLACK:
                     out.fast.append(FastPair(step, agent, ticks[i], dt, d))
     calls = [ev for ev in events if isinstance(ev, MeetingStart)]
     runs = [ev for ev in events if isinstance(ev, ProgramRun)]

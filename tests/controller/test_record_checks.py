@@ -83,6 +83,33 @@ def test_a_player_faster_than_walking_is_caught(game: list[Event]) -> None:
     )
 
 
+def test_a_walks_recentring_passes_and_a_jump_beyond_it_is_caught(game: list[Event]) -> None:
+    """A walk's end on the real server may put a bot on its block's centre within a tick
+    (0.76 blocks in 1 tick, seen in a real external-server game); a bigger one-tick jump
+    is still the clock and the positions coming apart."""
+    trace, agent = _moving_trace(game)
+    ticks = list(trace.ticks)
+    poses = list(trace.players[agent])
+    x, y, z, yaw = poses[1]
+
+    def with_next_tick(dx: float) -> list[Event]:
+        # a sample one tick after sample 1, moved `dx` blocks (diagonally)
+        ts = [*ticks[:2], ticks[1] + 1, *ticks[2:]]
+        new = {
+            a: [*p[:2], ((x + dx, y, z + dx, yaw) if a == agent else p[1]), *p[2:]]
+            for a, p in trace.players.items()
+        }
+        if ticks[2] == ticks[1] + 1:
+            raise AssertionError("no room for a sample between samples 1 and 2")
+        bad = trace.model_copy(update={"ticks": ts, "players": new})
+        return _swap(game, trace, bad)
+
+    recentred = [v for v in log_violations(with_next_tick(0.54)) if "faster than" in v]
+    assert recentred == []  # 0.76 blocks in one tick: a recentring
+    jumped = [v for v in log_violations(with_next_tick(1.2)) if "faster than" in v]
+    assert jumped and agent in jumped[0]  # 1.7 blocks in one tick: no walk does that
+
+
 def test_a_sample_gap_over_the_interval_is_caught(game: list[Event]) -> None:
     trace, _ = _moving_trace(game)
     keep = [i for i in range(len(trace.ticks)) if i != 1]  # drop one sample
