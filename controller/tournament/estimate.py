@@ -10,7 +10,10 @@ text, frames and output multiply; cached tokens add their difference), and a fie
 with no measured setting is named in the estimate's notes and taken as the base.
 Decisions per game are decisions per seat and step times the side's seats times the
 arm's step budget (the preset's `max_steps`). Input tokens are the prompt text plus
-each frame at the model's size (`image_tokens`; text-only sides send none).
+each frame at the model's size (`image_tokens`; text-only sides send none). The text is
+counted as the side's model counts it (`controller.tokens.method`): the figures hold
+gpt-4.1-mini's `o200k_base` count and, from the same prompts, the characters / 4 count,
+and a model counted the second way takes the base's ratio of the two (and a note).
 
 What a side plays comes from its agent kind (`controller.agents.registry.side_facts`:
 backend, model, whether it bills, its settings) and what a model costs from the kind's
