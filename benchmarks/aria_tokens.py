@@ -37,6 +37,7 @@ Run from the repository root: python -m benchmarks.aria_tokens --preset paper
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -50,6 +51,7 @@ from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import Continuation, Decision, GameStart, read_events
 from controller.tokens import count_tokens, method
+from controller.tournament.estimate import FIGURE_MODEL
 from harness_aria.backends.settings import DEFAULT_PRICES
 from harness_aria.prompts import CACHE_MINIMUM_TOKENS
 from world.spec import load_map
@@ -59,8 +61,6 @@ MODELS = ("gpt-4.1-mini", "claude-haiku-4-5")
 IMAGE_TOKENS = {"gpt-4.1-mini": 390, "claude-haiku-4-5": 307}
 """Input tokens of one 640x360 frame: gpt-4.1-mini counts 32-pixel patches (20 x 12 = 240)
 times 1.62; Anthropic about width x height / 750."""
-FIGURE_MODEL = "gpt-4.1-mini"
-"""The model whose counts are the figures' `text_in_per_decision`."""
 COUNTED = ", ".join(f"{method(m)} ({m})" for m in MODELS)
 OPENAI_STEP = 128
 GAME_STEPS = 200
@@ -112,15 +112,8 @@ class Tally:
         return usd * GAME_STEPS / max(1, self.steps)
 
 
-_COUNTS: dict[tuple[str, str], int] = {}
-
-
-def _count(text: str, model: str) -> int:
-    """`count_tokens` of a text on a model, remembered (prompt texts repeat)."""
-    key = (model, text)
-    if key not in _COUNTS:
-        _COUNTS[key] = count_tokens(text, model)
-    return _COUNTS[key]
+_count = functools.cache(count_tokens)
+"""`count_tokens`, remembered: a game's prompt texts repeat across its calls."""
 
 
 def _read(run: Path, sha: str | None, cache: dict[str, str]) -> str:

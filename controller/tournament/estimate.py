@@ -44,7 +44,8 @@ from controller.tournament.spec import Arm, ExperimentSpec, TokenEstimate
 BASE_SETTING = "default (RQ1)"
 """The label of the measured RQ1 base in `token_figures.json`."""
 FIGURE_MODEL = "gpt-4.1-mini"
-"""Whose frame size is used for a model the figures do not list."""
+"""The model whose token count is the figures' `text_in_per_decision`, and whose frame
+size is used for a model the figures do not list."""
 
 
 @lru_cache(maxsize=1)
