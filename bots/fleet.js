@@ -17,6 +17,11 @@ const SPAWN_TIMEOUT_MS = 30000
 const VISIBILITY_TIMEOUT_MS = 30000
 const TELEPORT_TRIES = 5
 const TELEPORT_CONFIRM_MS = 1000
+// A server may still move a player that has just joined: flying-squid ends its login by
+// re-sending the join position, undoing an operator /tp that came before. On an external
+// server the runtime cannot see when login ends, so a bot placed right after joining
+// must stay where it was put for this long before the placement counts.
+const JOIN_SETTLE_MS = 1000
 const USERNAME_RE = /^[A-Za-z0-9_]{1,16}$/
 const MESSAGE_LOG = 50
 
@@ -392,13 +397,19 @@ class Fleet {
     const tSpawned = Date.now()
     await this._waitVisibility()
     const tVisible = Date.now()
-    await Promise.all(specs.map(s => this._teleportAgent(this.agents.get(s.id), s.pos, s.yaw, s.pitch)))
+    const settle = this.ops.kind === 'external' ? JOIN_SETTLE_MS : 0 // the embedded server waits for login itself
+    await Promise.all(specs.map(s => this._teleportAgent(this.agents.get(s.id), s.pos, s.yaw, s.pitch, settle)))
     log(`connect: ${specs.length} bots spawned in ${tSpawned - t0} ms, all visible after ${tVisible - t0} ms, placed after ${Date.now() - t0} ms`)
     return { players: this.poses() }
   }
 
-  /** Moves one bot server-side and waits until the bot itself reports the new position. */
-  async _teleportAgent (agent, pos, yaw, pitch = 0) {
+  /**
+   * Moves one bot server-side and waits until the bot itself reports the new position.
+   * With `settleMs`, the bot must also still be there after that long (a placement right
+   * after joining an external server, see JOIN_SETTLE_MS); if it was moved away, it is
+   * placed again.
+   */
+  async _teleportAgent (agent, pos, yaw, pitch = 0, settleMs = 0) {
     if (!agent.connected) throw new BridgeError('disconnected', `${agent.id} is not connected`)
     const bot = agent.bot
     const at = () => {
@@ -416,6 +427,14 @@ class Fleet {
         bot.removeListener('forcedMove', onForced)
       }
       if (!agent.connected) throw new BridgeError('disconnected', `${agent.id} disconnected during teleport`)
+      if ((moved || at()) && settleMs > 0) {
+        await sleep(settleMs)
+        if (!agent.connected) throw new BridgeError('disconnected', `${agent.id} disconnected during teleport`)
+        if (!at()) {
+          log(`${agent.username} was moved away from ${pos} after its placement (attempt ${attempt}), to ${bot.entity.position}; placing it again`)
+          continue
+        }
+      }
       // No position packet arrives when the bot already stood there (some servers skip it).
       if (moved || at()) {
         // The bot owns its rotation: set it client-side as well (external mode cannot
@@ -490,7 +509,7 @@ class Fleet {
     }
     this._attach(agent, bot)
     await this._waitVisibility()
-    await this._teleportAgent(agent, pos, yaw, 0)
+    await this._teleportAgent(agent, pos, yaw, 0, this.ops.kind === 'external' ? JOIN_SETTLE_MS : 0)
     return { players: this.poses() }
   }
 
