@@ -43,6 +43,17 @@ a walk, a task (walking to its station and standing there) and a look. A follow,
 a report, a button press or speech is never carried on unasked."""
 
 
+_View = tuple[frozenset[str], frozenset[str], tuple[str, ...]]
+"""What an agent could see at a free-roam observation: players and bodies in view, and
+the modules it could choose."""
+
+
+def _appeared(before: _View, now: _View) -> bool:
+    """True if a player or body came into view, or a module came on offer, between two
+    observations (what leaves or is withdrawn does not count)."""
+    return any(set(n) - set(b) for b, n in zip(before, now, strict=True))
+
+
 @dataclass(frozen=True)
 class _Program:
     """The program this agent sent last, kept to see at the next step what it achieved."""
@@ -113,7 +124,7 @@ class AriaAgent:
         self.meeting_chat: list[ChatEntry] = []
         self.last_free_actions: list[dict[str, Any]] = []
         """The actions of the agent's last free-roam program, for the modules' follow-ups."""
-        self.last_view: tuple[frozenset[str], frozenset[str], tuple[str, ...]] | None = None
+        self.last_view: _View | None = None
         """What the agent could see at its last free-roam observation: players and bodies
         in view, and the modules it could choose (for `AriaSpec.continuation`)."""
 
@@ -225,9 +236,10 @@ class AriaAgent:
         """With `continuation: on`, what of the last program is still running and may go
         on unasked ('' when the agent must be asked): the last program was a MISSION or
         MOVE of walks, tasks and looks, it timed out at the step's end (not finished, not
-        failed or cancelled), no task of it was interrupted or finished, and nothing the
-        agent can see changed since its last observation (players and bodies in view, the
-        modules it may choose, server messages). Never across a meeting or with a KILL
+        failed or cancelled), no task of it was interrupted or finished, and nothing new
+        came into what the agent can see since its last observation (a player or a body
+        in view, a module it may choose, a server message); a player walking out of view
+        or a module withdrawn is no reason to ask. Never across a meeting or with a KILL
         scan due."""
         view = None
         if obs.phase == "free_roam":
@@ -255,7 +267,7 @@ class AriaAgent:
             return ""
         if any(a.kind in ("task_interrupted", "task_done") for a in obs.own_actions):
             return ""
-        if view != before or obs.chat:
+        if before is None or obs.chat or _appeared(before, view):
             return ""
         if self._claim(obs.step) is not None:
             return ""

@@ -89,8 +89,8 @@ def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
     for room in rooms:
         x, _, z = geometry.room_center(room)
         rect = rects.get(room)
-        size = f"{rect.x1 - rect.x0}x{rect.z1 - rect.z0} blocks" if rect is not None else "?"
-        room_detail_lines.append(f"- {room}: ({x:.1f}, {z:.1f}); {size}")
+        size = f"{rect.width}x{rect.depth}" if rect is not None else "?"
+        room_detail_lines.append(f"- {room}: ({x:.1f},{z:.1f}) {size}")
     distance_lines = []
     for i, a in enumerate(rooms):
         parts = []
@@ -98,11 +98,11 @@ def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
             length = geometry.path_length(geometry.room_center(a), geometry.room_center(b))
             parts.append(f"{b} {length:.0f}" if length is not None else f"{b} -")
         if parts:
-            distance_lines.append(f"- from {a}: " + ", ".join(parts))
+            distance_lines.append(f"- from {a}: " + " ".join(parts))
     station_lines = []
     for sid in geometry.station_ids():
         x, _, z = geometry.station_pos(sid)
-        station_lines.append(f"- {sid}: {geometry.station_room(sid)}, ({x:.1f}, {z:.1f})")
+        station_lines.append(f"- {sid}: {geometry.station_room(sid)} ({x:.1f},{z:.1f})")
     corridor_lines = []
     for corridor in geometry.spec.corridors:
         r = corridor.rect
@@ -117,9 +117,9 @@ def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
         parts = []
         for b_id in ids[i + 1 :]:
             length = geometry.path_length(geometry.station_pos(a_id), geometry.station_pos(b_id))
-            parts.append(f"{b_id}: {length:.0f}" if length is not None else f"{b_id}: -")
+            parts.append(f"{b_id}:{length:.0f}" if length is not None else f"{b_id}:-")
         if parts:
-            station_distance_lines.append(f"- from {a_id}: " + ", ".join(parts))
+            station_distance_lines.append(f"- from {a_id}: " + " ".join(parts))
     extra = [
         load_prompt("map_tables", "common").render(
             room_detail_lines="\n".join(room_detail_lines),
@@ -130,10 +130,10 @@ def _map_sections(geometry: ShipGeometry, detail: MapDetail) -> dict[str, str]:
         )
     ]
     if detail == "full":
-        x0, z0, _, _ = geometry.bounds
+        x0, z0, _, _ = geometry.ship_bounds
         extra.append(
             load_prompt("map_full", "common").render(
-                ascii_map=geometry.render_ascii(),
+                ascii_map=geometry.render_ascii(ghost_area=False),
                 map_x0=x0,
                 map_z0=z0,
                 room_labels=", ".join(f"{short_name(r)} {r}" for r in rooms),

@@ -511,12 +511,26 @@ class ShipGeometry:
 
     # -- rendering ----------------------------------------------------------------
 
-    def render_ascii(self, labels: bool = True) -> str:
+    @property
+    def ship_bounds(self) -> tuple[int, int, int, int]:
+        """`(x0, z0, x1, z1)` of the rooms and corridors with their wall ring, inclusive:
+        the part of the grid a living player can reach (the ghost area left out)."""
+        rects = [r.rect for r in self.spec.rooms] + [c.rect for c in self.spec.corridors]
+        return (
+            min(r.x0 for r in rects) - 1,
+            min(r.z0 for r in rects) - 1,
+            max(r.x1 for r in rects) + 1,
+            max(r.z1 for r in rects) + 1,
+        )
+
+    def render_ascii(self, labels: bool = True, ghost_area: bool = True) -> str:
         """One character per cell, north (-z) at the top and west (-x) on the left.
 
         `.` floor, `#` wall, `S` task station, `B` emergency button, `o` meeting
         seat, space for void; with `labels`, each room's short name is written
-        over floor cells near its centre.
+        over floor cells near its centre. Without `ghost_area`, only the ship is
+        drawn (`ship_bounds`: its top-left character is the cell `(x0, z0)`) and the
+        ghost area's cells, where no living player goes, are left blank.
         """
         rows = [
             [
@@ -537,6 +551,18 @@ class ShipGeometry:
         if labels:
             for room in self.spec.rooms:
                 self._put_label(rows, room.name)
+        if not ghost_area:
+            ghost = self.spec.ghost_area.expanded(1)
+            x0, z0, x1, z1 = self.ship_bounds
+            return "\n".join(
+                "".join(
+                    " " if ghost.x0 <= x <= ghost.x1 and ghost.z0 <= z <= ghost.z1 else char
+                    for x, char in enumerate(
+                        rows[z - self._z0][x0 - self._x0 : x1 - self._x0 + 1], start=x0
+                    )
+                ).rstrip()
+                for z in range(z0, z1 + 1)
+            )
         text = "\n".join("".join(row).rstrip() for row in rows).strip("\n")
         return textwrap.dedent(text)
 

@@ -876,7 +876,7 @@ def test_shared_prefix_is_cached_from_the_second_call(
     # Long enough for every priced model's cache minimum (Claude Haiku 4.5: 4096 tokens);
     # ARIA's own lean prefix is shorter, and a provider caches it only past the minimum.
     rules = shared_prefix(ShipGeometry(load_map("skeld")), RulesConfig(), map_detail="full")
-    prefix = rules + "\n" + rules[: len(rules) // 2]
+    prefix = rules + "\n" + rules
     backend = HarnessedBackend(inner, CallSetup(shared_prefix=prefix))
 
     async def two() -> list[Any]:

@@ -74,6 +74,15 @@ def test_shared_prefix_is_lean_by_default_and_the_map_extras_are_options() -> No
         < count_tokens(tables, "gpt-4.1-mini")
         < count_tokens(full, "gpt-4.1-mini")
     )
+    # The extras state the map's own figures: a room's size is its cells along x and z,
+    # a station's walking distance is the path's, the drawing starts at the stated block.
+    cafeteria = next(r for r in GEOMETRY.spec.rooms if r.name == "cafeteria").rect
+    assert f" {cafeteria.width}x{cafeteria.depth}\n" in tables
+    length = GEOMETRY.path_length(GEOMETRY.station_pos(0), GEOMETRY.station_pos(1))
+    assert length is not None and f"- from 0: 1:{length:.0f} " in tables
+    x0, z0, _, _ = GEOMETRY.ship_bounds
+    assert f"the top-left character is the block x = {x0}, z = {z0}" in full
+    assert GEOMETRY.render_ascii(ghost_area=False) in full
     # A crewmate's prefix names no impostor-only field; the impostors' explains them.
     impostor = shared_prefix(GEOMETRY, RulesConfig(), role="impostor")
     assert "intent" not in prefix and "intent" in impostor

@@ -12,7 +12,7 @@ import pytest
 
 from controller.protocol import Vec3
 from world.geometry import ShipGeometry, cell_of, render_ascii, yaw_towards
-from world.spec import Cell, MapSpec
+from world.spec import Cell, MapSpec, load_map
 
 Oracle = Callable[[ShipGeometry, Vec3, Vec3], bool]
 
@@ -346,3 +346,25 @@ def test_render_ascii(skeld: MapSpec) -> None:
     for label in ("CAF", "REA", "NAV", "LE", "UE", "O2", "MED"):
         assert label in text
     assert text.replace("O2", "").count("o") == len(skeld.seats)
+
+
+@pytest.mark.parametrize("name", ["skeld", "outpost"])
+def test_render_ascii_of_the_ship_alone_starts_at_its_bounds(name: str) -> None:
+    spec = load_map(name)
+    geometry = ShipGeometry(spec)
+    ship = geometry.render_ascii(labels=False, ghost_area=False)
+    x0, z0, x1, z1 = geometry.ship_bounds
+    rows = ship.split("\n")
+    assert len(rows) == z1 - z0 + 1 and max(len(r) for r in rows) <= x1 - x0 + 1
+
+    def at(cell: tuple[int, int]) -> str:
+        row = rows[cell[1] - z0]
+        return row[cell[0] - x0] if cell[0] - x0 < len(row) else " "
+
+    assert at(spec.emergency_button) == "B"
+    for seat in spec.seats:
+        assert at(seat) == "o"
+    assert ship.count("S") == len(spec.stations)
+    assert ship.count(".") < render_ascii(spec, labels=False).count(".")  # no ghost floor
+    inside = [(x, z) for x, z in spec.ghost_area.cells() if x0 <= x <= x1 and z0 <= z <= z1]
+    assert all(at(c) == " " for c in inside)
