@@ -112,7 +112,10 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
     earlier meetings, the dead, bodies seen, own pending tasks), which open every prompt's
     user text so that an agent's successive calls share a long identical start (the part
     a provider's prompt cache can match), and the rest (this step's position, status,
-    sight, roster and chat), which follows the agent's skills and memory."""
+    sight, roster and chat), which follows the agent's skills and memory. In a meeting
+    the rest ends with the lines of the moment (step, place, whose turn it is) and the
+    roster gives each sighting's step rather than its age, so an agent's successive
+    calls of one meeting share everything through the end of the earlier call's chat."""
     sb = v.scoreboard
     crew = v.role == "crewmate"
     head = [_identity(v)]
@@ -132,7 +135,12 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
         head.append(
             "Your pending tasks (station in room (x, z)): " + ("; ".join(pending) or "none")
         )
-    lines = [_where(v)]
+    meeting = sb.phase != "free_roam"
+    # In a meeting the lines of the moment (the step, whose turn it is) close the view:
+    # everything before them (roster, the chat so far, which only grows) is then the same
+    # in an agent's successive calls of the meeting, the start a prompt cache matches.
+    lines = [] if meeting else [_where(v)]
+    moment = [_where(v)] if meeting else []
     status = (
         [f"Your tasks done: {sum(sb.task_bits)}/{len(sb.task_bits)}."]
         if crew or sb.task_bits
@@ -160,7 +168,7 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
         # nothing (the roster lists the living)
         lines += _sight(v)
     if sb.speaker:
-        lines.append(
+        (moment if meeting else lines).append(
             f"Meeting: {_cap(sb.speaker)} is speaking; {sb.meeting_countdown} ticks of talk left."
         )
     if sb.reported_body:
@@ -183,7 +191,10 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
                 continue
             s = known.get(who)
             entries.append(
-                f"{_cap(who)} {s.room} {_xz(s.pos)} {_ago(v.step - s.step)}"
+                # a meeting stops the clock of sightings: the step itself keeps the
+                # line the same from turn to turn (the age would change every step)
+                f"{_cap(who)} {s.room} {_xz(s.pos)} "
+                + (f"step {s.step}" if meeting else _ago(v.step - s.step))
                 if s
                 else f"{_cap(who)} never seen"
             )
@@ -197,4 +208,4 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
     elif v.chat:
         lines.append("Chat:")
         lines += [f"  {chat_line(c)}" for c in v.chat]
-    return "\n".join(head), "\n".join(lines)
+    return "\n".join(head), "\n".join(lines + moment)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol, TypeVar, cast
 
 from controller.observation import Observation, OwnAction
@@ -106,6 +106,20 @@ def _route(detail: str) -> str:
     rooms = detail.split(" > ") if detail else []
     kept = [r for i, r in enumerate(rooms) if r != "hallway" or i == 0 or i == len(rooms) - 1]
     return f" ({' > '.join(kept)})" if kept else ""
+
+
+def grouped_by_step(entries: Iterable[tuple[int, str]]) -> list[str]:
+    """Memory entries as lines, one per step (`  step 36: a; b`), in their order: a step's
+    entries share its line, so the step is written once."""
+    lines: list[str] = []
+    last: int | None = None
+    for step, text in entries:
+        if step == last:
+            lines[-1] += f"; {text}"
+        else:
+            lines.append(f"  step {step}: {text}")
+            last = step
+    return lines
 
 
 def describe_action(a: OwnAction) -> str:

@@ -8,7 +8,12 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from controller.observation import Observation
-from harness_aria.memory.base import describe_action, register_memory, worth_remembering
+from harness_aria.memory.base import (
+    describe_action,
+    grouped_by_step,
+    register_memory,
+    worth_remembering,
+)
 
 NOTES_PER_PLAYER = 10
 OWN_ACTIONS_KEPT = 10
@@ -112,7 +117,7 @@ class SemanticMemory:
         # view's "Earlier meetings" states every meeting already, with its ballots.
         if self.facts:
             lines.append("Notes:")
-            lines += [f"  step {s}: {t}" for s, t in list(self.facts)[-5:]]
+            lines += grouped_by_step(list(self.facts)[-5:])
         # In a meeting, this agent's own lines of it are in the state view's meeting chat.
         since = self.meeting_since
         actions = [
@@ -122,5 +127,5 @@ class SemanticMemory:
         ][-OWN_ACTIONS_SHOWN:]
         if actions:
             lines.append("What you did:")
-            lines += [f"  step {s}: {t}" for s, t in actions]
+            lines += grouped_by_step(actions)
         return "\n".join(lines)

@@ -14,6 +14,7 @@ from controller.perception import in_cone
 from controller.programs import compile_program, parse_program
 from controller.protocol import LookStep, TurnStep
 from controller.views import Knowledge
+from harness_aria.memory.base import grouped_by_step
 
 
 def meeting_view(scene: Any, **kw: Any) -> MeetingView:
@@ -344,3 +345,9 @@ def test_window_memory_keeps_free_roam_sightings_not_meeting_seats(scene: Any) -
     text = agent.memory.text()
     assert "step 4: saw blue in admin" in text
     assert "step 5: saw" not in text and "step 6: saw" not in text, text
+
+
+def test_memory_lines_write_each_step_once_and_keep_every_entry_in_order() -> None:
+    entries = [(35, "a"), (35, "b"), (36, "c"), (35, "d")]
+    assert grouped_by_step(entries) == ["  step 35: a; b", "  step 36: c", "  step 35: d"]
+    assert grouped_by_step([]) == []

@@ -217,3 +217,51 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
                     assert word not in whole, (call["purpose"], word)
     assert {"planner", "meeting", "vote"} <= purposes["crewmate"]
     assert "kill_scan" in purposes["impostor"]
+
+
+def test_an_agents_calls_in_one_meeting_share_their_start_through_the_chat(
+    tmp_path: Path,
+) -> None:
+    """In a meeting, the lines that change every step (the step, whose turn it is) close
+    the state view and the roster gives sightings by step, not by age: in an agent's next
+    call of the same meeting (a turn, then the ballot), the view from the roster on
+    starts with all of its last call's, through the end of that call's chat, which only
+    grows. (Memory before it changes only when the agent's beliefs do.) Unchanged, the
+    whole start is what a provider's prompt cache matches."""
+    config = resolve_config(
+        "quick",
+        overrides={
+            "seed": 3,  # a game with two meetings in its first 60 steps
+            "frames": "off",
+            "rules": {"max_steps": 60},
+            "crew": {"backend": "fake"},
+            "impostor": {"backend": "fake"},
+        },
+    )
+    play_game(config, load_map("skeld"), "fake", tmp_path)
+    stored = tmp_path / "prompts"
+    last: dict[str, str] = {}
+    pairs = 0
+    for d in read_events(tmp_path / "events.jsonl"):
+        if not isinstance(d, Decision):
+            continue
+        for call in d.calls:
+            if call["purpose"] not in ("meeting", "vote"):
+                last.pop(d.agent, None)  # a call of another kind ends the run
+                continue
+            user = (stored / f"{call['sent']['user_sha256']}.txt").read_text()
+            assert "steps ago" not in user and "1 step ago" not in user
+            lines = user.splitlines()
+            chat = lines.index("This meeting's chat so far (all of it):")
+            ends = chat + 1
+            while ends < len(lines) and lines[ends].startswith("  "):
+                ends += 1
+            assert any(line.startswith("Step ") for line in lines[ends:]), "step line last"
+            roster = next(i for i, line in enumerate(lines) if line.startswith("Roster"))
+            view = "\n".join(lines[roster:])
+            before = last.get(d.agent)
+            if before is not None and d.step - int(before.split("\n", 1)[0]) < 30:
+                assert view.startswith(before.split("\n", 1)[1]), (d.agent, d.step)
+                pairs += 1
+            last[d.agent] = f"{d.step}\n" + "\n".join(lines[roster:ends]) + "\n"
+    assert pairs >= 5, "the game held too few meeting turns to check"
