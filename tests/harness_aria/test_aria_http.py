@@ -1,9 +1,11 @@
-"""ARIA games (fake world) against a local endpoint that misbehaves, through the real SDKs."""
+"""ARIA games (fake world) against a local endpoint through the real SDKs: one that
+misbehaves, and one that answers and bills a repeated prompt start as cached."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,3 +120,60 @@ def test_refused_setting_stops_the_game_naming_it(
     assert "configuration" in result.reason and "temperature" in result.reason
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["counts"]["invalid_decisions"] == 0
+
+
+@pytest.mark.parametrize("layout", ["as shipped", "moment first (planted)"])
+def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    """An ARIA game on `openai:gpt-4.1-mini` against the local endpoint, which answers as
+    the offline fake does and bills a repeated prompt start as cached by OpenAI's rules:
+    the game's log records cached input on its meeting and ballot calls (an agent's next
+    call repeats its last one through that call's chat). With the lines of the moment
+    planted back in front of the roster and the chat, the shared start ends at the step
+    line and no meeting call is billed as cached."""
+    import harness_aria.agent as aria_agent
+    from harness_aria.fake_answers import answer_http
+
+    if layout != "as shipped":
+        shipped = aria_agent.render_view_parts
+
+        def moment_first(view: Any) -> tuple[str, str]:
+            head, rest = shipped(view)
+            lines = rest.splitlines()
+            moment = [line for line in lines if line.startswith(("Step ", "Meeting: "))]
+            return head, "\n".join(moment + [line for line in lines if line not in moment])
+
+        monkeypatch.setattr(aria_agent, "render_view_parts", moment_first)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cache")
+    with MockAPIServer(lambda rec: answer_http(rec.body)) as server:
+        side = {
+            "backend": "openai:gpt-4.1-mini",
+            "base_url": server.openai_base_url,
+            "settings": FAST,
+        }
+        config = resolve_config(
+            "quick",
+            overrides={
+                "seed": 3,  # two meetings in the first 30 steps
+                "rules": {"max_steps": 30},
+                "frames": "off",
+                "crew": side,
+                "impostor": side,
+            },
+        )
+        result = play_game(config, load_map("skeld"), "fake", tmp_path)
+    assert result.status == "ok"
+    cached = {"meeting": 0, "vote": 0}
+    for d in read_events(tmp_path / "events.jsonl"):
+        if isinstance(d, Decision):
+            for c in d.calls:
+                if c["purpose"] in cached:
+                    cached[c["purpose"]] += c["tokens_cached"]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["counts"]["meetings"] >= 1
+    if layout == "as shipped":
+        assert cached["meeting"] > 0 and cached["vote"] > 0, cached
+        assert summary["counts"]["tokens_cached"] >= sum(cached.values())
+    else:
+        assert cached == {"meeting": 0, "vote": 0}
