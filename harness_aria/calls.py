@@ -212,6 +212,15 @@ class CallSetup:
     the call's own system text with it instead."""
     failures: FailureStreak = field(default_factory=FailureStreak)
     """The side's run of identical failures (one side, one setup: see `FailureStreak`)."""
+    cache_scope: str = ""
+    """What sets this game's cache keys apart from another's (see `cache_key`)."""
+
+    def cache_key(self, agent: str) -> str:
+        """The key an agent's requests carry to providers that route prompt caches by one
+        (OpenAI's `prompt_cache_key`): one per agent and game, so that one agent's calls
+        stay on one cache while games played at once do not pile onto the same key."""
+        scope = f"{self.cache_scope}-" if self.cache_scope else ""
+        return f"mineamongus-{scope}{agent}"
 
     def prefix_for(self, purpose: str) -> str:
         """The prefix a call of `purpose` starts with."""

@@ -11,7 +11,9 @@ older flat side form (`crew: {backend: openai:MODEL, spec: {...}}`) and applies
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -190,6 +192,7 @@ class AriaKind:
             prefixes=prefixes,
             store=store,
             separate_prefix=args.shared_prefix,
+            cache_scope=cache_scope(context),
         )
         backend = HarnessedBackend(build_backend(args), setup)
 
@@ -205,6 +208,15 @@ class AriaKind:
             )
 
         return make
+
+
+def cache_scope(context: SideContext) -> str:
+    """A short name of the game for its agents' cache keys: its run folder's (unique per
+    game of a study), else its seed."""
+    if context.run_dir is not None:
+        where = str(Path(context.run_dir).resolve())
+        return hashlib.sha256(where.encode()).hexdigest()[:10]
+    return f"seed{context.seed}"
 
 
 FLAT_SIDE_FIELDS = ("backend", "base_url", "text_only", "spec", "settings")

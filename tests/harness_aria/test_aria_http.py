@@ -177,3 +177,37 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
         assert summary["counts"]["tokens_cached"] >= sum(cached.values())
     else:
         assert cached == {"meeting": 0, "vote": 0}
+
+
+def test_two_games_played_at_once_never_share_a_cache_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each agent's requests carry one `prompt_cache_key` (its calls stay on one cache),
+    and two games' keys differ although their seats have the same colours (games played
+    at once would otherwise pile onto the same eight keys and spill out of the cache)."""
+    from harness_aria.fake_answers import answer_http
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-keys")
+    keys: list[set[str]] = []
+    for game in ("a", "b"):
+        with MockAPIServer(lambda rec: answer_http(rec.body)) as server:
+            side = {
+                "backend": "openai:gpt-4.1-mini",
+                "base_url": server.openai_base_url,
+                "settings": FAST,
+            }
+            config = resolve_config(
+                "quick",
+                overrides={
+                    "seed": 3,
+                    "rules": {"max_steps": 2},
+                    "frames": "off",
+                    "crew": side,
+                    "impostor": side,
+                },
+            )
+            assert play_game(config, load_map("skeld"), "fake", tmp_path / game).status == "ok"
+            keys.append({str(r.body["prompt_cache_key"]) for r in server.requests})
+    assert all(len(k) == 8 for k in keys)  # one key per seat
+    assert all(k.startswith("mineamongus-") for k in keys[0] | keys[1])
+    assert not keys[0] & keys[1]
