@@ -32,6 +32,23 @@ def _play(tmp: Path, server: MockAPIServer, backend: str, base_url: str):  # typ
     return play_game(config, load_map("skeld"), "fake", tmp)
 
 
+def _answered_game(tmp: Path, server: MockAPIServer, max_steps: int):  # type: ignore[no-untyped-def]
+    """A quick game (seed 3: two meetings in its first 30 steps) with both sides on
+    `openai:gpt-4.1-mini` at the local endpoint."""
+    side = {"backend": "openai:gpt-4.1-mini", "base_url": server.openai_base_url, "settings": FAST}
+    config = resolve_config(
+        "quick",
+        overrides={
+            "seed": 3,
+            "rules": {"max_steps": max_steps},
+            "frames": "off",
+            "crew": side,
+            "impostor": side,
+        },
+    )
+    return play_game(config, load_map("skeld"), "fake", tmp)
+
+
 def test_nonsense_endpoint_game_finishes_with_failures_counted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,22 +164,7 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
         monkeypatch.setattr(aria_agent, "render_view_parts", moment_first)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cache")
     with MockAPIServer(lambda rec: answer_http(rec.body)) as server:
-        side = {
-            "backend": "openai:gpt-4.1-mini",
-            "base_url": server.openai_base_url,
-            "settings": FAST,
-        }
-        config = resolve_config(
-            "quick",
-            overrides={
-                "seed": 3,  # two meetings in the first 30 steps
-                "rules": {"max_steps": 30},
-                "frames": "off",
-                "crew": side,
-                "impostor": side,
-            },
-        )
-        result = play_game(config, load_map("skeld"), "fake", tmp_path)
+        result = _answered_game(tmp_path, server, 30)
     assert result.status == "ok"
     cached = {"meeting": 0, "vote": 0}
     for d in read_events(tmp_path / "events.jsonl"):
@@ -191,22 +193,7 @@ def test_two_games_played_at_once_never_share_a_cache_key(
     keys: list[set[str]] = []
     for game in ("a", "b"):
         with MockAPIServer(lambda rec: answer_http(rec.body)) as server:
-            side = {
-                "backend": "openai:gpt-4.1-mini",
-                "base_url": server.openai_base_url,
-                "settings": FAST,
-            }
-            config = resolve_config(
-                "quick",
-                overrides={
-                    "seed": 3,
-                    "rules": {"max_steps": 2},
-                    "frames": "off",
-                    "crew": side,
-                    "impostor": side,
-                },
-            )
-            assert play_game(config, load_map("skeld"), "fake", tmp_path / game).status == "ok"
+            assert _answered_game(tmp_path / game, server, 2).status == "ok"
             keys.append({str(r.body["prompt_cache_key"]) for r in server.requests})
     assert all(len(k) == 8 for k in keys)  # one key per seat
     assert all(k.startswith("mineamongus-") for k in keys[0] | keys[1])
