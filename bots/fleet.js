@@ -20,7 +20,8 @@ const TELEPORT_CONFIRM_MS = 1000
 // A server may still move a player that has just joined: flying-squid ends its login by
 // re-sending the join position, undoing an operator /tp that came before. On an external
 // server the runtime cannot see when login ends, so a bot placed right after joining
-// must stay where it was put for this long before the placement counts.
+// must stay where it was put for this long before the placement counts (across the
+// ground: a game places its bots before it builds the map there, so they may fall).
 const JOIN_SETTLE_MS = 1000
 const USERNAME_RE = /^[A-Za-z0-9_]{1,16}$/
 const MESSAGE_LOG = 50
@@ -412,10 +413,11 @@ class Fleet {
   async _teleportAgent (agent, pos, yaw, pitch = 0, settleMs = 0) {
     if (!agent.connected) throw new BridgeError('disconnected', `${agent.id} is not connected`)
     const bot = agent.bot
-    const at = () => {
+    const across = () => {
       const p = bot.entity.position
-      return Math.abs(p.x - pos.x) < 0.05 && Math.abs(p.z - pos.z) < 0.05 && Math.abs(p.y - pos.y) < 1.0
+      return Math.abs(p.x - pos.x) < 0.05 && Math.abs(p.z - pos.z) < 0.05
     }
+    const at = () => across() && Math.abs(bot.entity.position.y - pos.y) < 1.0
     for (let attempt = 1; attempt <= TELEPORT_TRIES; attempt++) {
       let moved = false
       const onForced = () => { if (at()) moved = true }
@@ -430,7 +432,9 @@ class Fleet {
       if ((moved || at()) && settleMs > 0) {
         await sleep(settleMs)
         if (!agent.connected) throw new BridgeError('disconnected', `${agent.id} disconnected during teleport`)
-        if (!at()) {
+        // Moved away across the ground (the login's re-sent join position); a bot that
+        // only fell where it stands (no map built under it yet) stays placed.
+        if (!across()) {
           log(`${agent.username} was moved away from ${pos} after its placement (attempt ${attempt}), to ${bot.entity.position}; placing it again`)
           continue
         }
