@@ -34,7 +34,7 @@ from harness_aria.planner import PLANNERS, Planner
 from harness_aria.reflection import REFLECTORS, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
-from harness_aria.view_text import render_look, render_view_parts
+from harness_aria.view_text import render_look, render_view_layout
 from world.geometry import ShipGeometry
 
 CONTINUABLE_OPS = frozenset({"go_to", "use_station", "look"})
@@ -161,8 +161,8 @@ class AriaAgent:
             obs = actions_for_view(obs, obs.players)
         self.memory.observe(obs)
         view = self.knowledge.view(obs)
-        view_head, view_rest = render_view_parts(view)
-        view_text = view_head + "\n" + view_rest
+        view_head, view_tasks, view_rest = render_view_layout(view)
+        view_text = "\n".join(t for t in (view_head, view_tasks, view_rest) if t)
         tk = Toolkit(
             spec=self.spec,
             backend=self.backend,
@@ -174,6 +174,7 @@ class AriaAgent:
             obs=obs,
             view_text=view_text,
             view_head=view_head,
+            view_tasks=view_tasks,
             memory=self.memory,
             skills_text=self.reflector.skills_text(),
             plan_text=self.planner.plan_text,

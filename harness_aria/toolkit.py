@@ -106,8 +106,12 @@ class Toolkit:
     memory: Memory
     view_head: str = ""
     """The start of `view_text` that changes rarely (`harness_aria.view_text.
-    render_view_parts`); with it, the user text opens with it, then skills and memory,
-    then the rest of the view, so an agent's successive calls share a long start."""
+    render_view_layout`); with it, the user text opens with it, then the memory's settled
+    part (beliefs, notes), the pending tasks (`view_tasks`), skills, the memory's recent
+    part (own actions), then the rest of the view: what changes least often first, so an
+    agent's successive calls share a long start."""
+    view_tasks: str = ""
+    """The view's pending-tasks line, which follows `view_head` in `view_text`."""
     skills_text: str = ""
     plan_text: str = ""
     look_text: str = ""
@@ -135,12 +139,13 @@ class Toolkit:
         (`LOOK_PURPOSES`), the look view and the plan alone."""
         if purpose in LOOK_PURPOSES and self.look_text:
             return "\n\n".join(t for t in (self.look_text, self.plan_text) if t)
-        head = self.view_head
+        head = "\n".join(t for t in (self.view_head, self.view_tasks) if t)
         skills = self.skills_text if purpose in SKILL_PURPOSES else ""
         if head and self.view_text.startswith(head):
             rest = self.view_text[len(head) :].lstrip("\n")
-            parts = [head, *([skills] if skills else [])]
-            parts += [self.memory.text(), rest]
+            settled, recent = self.memory.text_parts()
+            parts = [self.view_head, settled, self.view_tasks, skills, recent, rest]
+            parts = [t for t in parts if t]
         else:
             parts = [self.view_text, self.memory.text()]
             if skills:

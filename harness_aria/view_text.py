@@ -108,11 +108,20 @@ def render_look(v: StateView) -> str:
 
 
 def render_view_parts(v: StateView) -> tuple[str, str]:
-    """The state view in two parts: the facts that change rarely (who the agent is,
-    earlier meetings, the dead, bodies seen, own pending tasks), which open every prompt's
-    user text so that an agent's successive calls share a long identical start (the part
-    a provider's prompt cache can match), and the rest (this step's position, status,
-    sight, roster and chat), which follows the agent's skills and memory. In a meeting
+    """The state view in two parts: the rarely changing facts (with the agent's pending
+    tasks) and the rest (see `render_view_layout`)."""
+    head, tasks, rest = render_view_layout(v)
+    return "\n".join(t for t in (head, tasks) if t), rest
+
+
+def render_view_layout(v: StateView) -> tuple[str, str, str]:
+    """The state view in three parts: the facts that change rarely (who the agent is,
+    earlier meetings, the dead, bodies seen), which open every prompt's user text so that
+    an agent's successive calls share a long identical start (the part a provider's
+    prompt cache can match); the agent's pending tasks (they change with each task done,
+    so they follow the memory's settled part, see `Toolkit.context`); and the rest (this
+    step's position, status, sight, roster and chat), which follows the agent's skills
+    and memory. In a meeting
     the rest ends with the lines of the moment (step, place, whose turn it is) and the
     roster gives each sighting's step rather than its age, so an agent's successive
     calls of one meeting share everything through the end of the earlier call's chat."""
@@ -130,11 +139,10 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
             f"  {_cap(who)}: {s.room} {_xz(s.pos)}, step {s.step}"
             for who, s in sorted(v.bodies_seen.items())
         ]
+    tasks = ""
     if v.tasks is not None and (crew or v.tasks):
         pending = [f"{t.station} in {t.room} {_xz(t.pos)}" for t in v.tasks if not t.done]
-        head.append(
-            "Your pending tasks (station in room (x, z)): " + ("; ".join(pending) or "none")
-        )
+        tasks = "Your pending tasks (station in room (x, z)): " + ("; ".join(pending) or "none")
     meeting = sb.phase != "free_roam"
     # In a meeting the lines of the moment (the step, whose turn it is) close the view:
     # everything before them (roster, the chat so far, which only grows) is then the same
@@ -208,4 +216,4 @@ def render_view_parts(v: StateView) -> tuple[str, str]:
     elif v.chat:
         lines.append("Chat:")
         lines += [f"  {chat_line(c)}" for c in v.chat]
-    return "\n".join(head), "\n".join(lines + moment)
+    return "\n".join(head), tasks, "\n".join(lines + moment)

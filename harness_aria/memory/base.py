@@ -46,6 +46,12 @@ class Memory(Protocol):
         """The memory as prompt text."""
         ...
 
+    def text_parts(self) -> tuple[str, str]:
+        """`text()` in two parts: what changes now and then (e.g. beliefs and notes) and
+        what changes every step (e.g. own actions), which a prompt places apart ('' for
+        an empty part; joined by a line break they are `text()`)."""
+        ...
+
 
 MEMORIES: Catalogue[Memory] = Catalogue("memory")
 """The memories by `AriaSpec.memory` value (`register_memory`); `MEMORIES.build(spec)`

@@ -105,6 +105,11 @@ class SemanticMemory:
     def text(self) -> str:
         """The belief table, notes, then own actions (the part that changes every step
         last, so successive prompts share a longer start)."""
+        return "\n".join(t for t in self.text_parts() if t)
+
+    def text_parts(self) -> tuple[str, str]:
+        """The belief table with the notes (they change now and then), and own actions
+        (they change every step)."""
         lines = ["Beliefs about players (suspicion 0-1):"]
         for player, b in sorted(self.beliefs.items()):
             last = f"; {b.notes[-1]}" if b.notes else ""
@@ -125,7 +130,5 @@ class SemanticMemory:
             for s, t in self.actions
             if since is None or s < since or not t.startswith("I said")
         ][-OWN_ACTIONS_SHOWN:]
-        if actions:
-            lines.append("What you did:")
-            lines += grouped_by_step(actions)
-        return "\n".join(lines)
+        did = ["What you did:", *grouped_by_step(actions)] if actions else []
+        return "\n".join(lines), "\n".join(did)

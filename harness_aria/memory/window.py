@@ -77,6 +77,10 @@ class WindowMemory:
         """Plain scores from adjustments."""
         return dict(self._suspicion)
 
+    def text_parts(self) -> tuple[str, str]:
+        """Nothing settled: every entry is a recent step's."""
+        return "", self.text()
+
     def text(self) -> str:
         """The last five entries (in a meeting, not counting what was said in it, nor
         this agent's own lines: the state view shows that meeting's whole chat)."""

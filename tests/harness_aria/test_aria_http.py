@@ -153,15 +153,15 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
     from harness_aria.fake_answers import answer_http
 
     if layout != "as shipped":
-        shipped = aria_agent.render_view_parts
+        shipped = aria_agent.render_view_layout
 
-        def moment_first(view: Any) -> tuple[str, str]:
-            head, rest = shipped(view)
+        def moment_first(view: Any) -> tuple[str, str, str]:
+            head, tasks, rest = shipped(view)
             lines = rest.splitlines()
             moment = [line for line in lines if line.startswith(("Step ", "Meeting: "))]
-            return head, "\n".join(moment + [line for line in lines if line not in moment])
+            return head, tasks, "\n".join(moment + [line for line in lines if line not in moment])
 
-        monkeypatch.setattr(aria_agent, "render_view_parts", moment_first)
+        monkeypatch.setattr(aria_agent, "render_view_layout", moment_first)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cache")
     with MockAPIServer(lambda rec: answer_http(rec.body)) as server:
         result = _answered_game(tmp_path, server, 30)

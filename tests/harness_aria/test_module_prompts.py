@@ -265,3 +265,50 @@ def test_an_agents_calls_in_one_meeting_share_their_start_through_the_chat(
                 pairs += 1
             last[d.agent] = f"{d.step}\n" + "\n".join(lines[roster:ends]) + "\n"
     assert pairs >= 5, "the game held too few meeting turns to check"
+
+
+def test_a_planner_call_orders_its_context_from_the_least_changing(tmp_path: Path) -> None:
+    """A crewmate's planner call lays its context out from what changes least often to
+    what changes every step, so successive calls share a long start: who it is and
+    earlier meetings, beliefs and notes, pending tasks (they change with each task
+    done), skills (too), own actions (every step), then this step's view, the plan and
+    the question."""
+    config = resolve_config(
+        "quick",
+        overrides={
+            "seed": 3,
+            "frames": "off",
+            "rules": {"max_steps": 30},
+            "crew": {"backend": "fake", "spec": {"reflection": "on"}},
+            "impostor": {"backend": "fake"},
+        },
+    )
+    play_game(config, load_map("skeld"), "fake", tmp_path)
+    order = (
+        "You are ",
+        "Earlier meetings:",
+        "Beliefs about players",
+        "Notes:",
+        "Your pending tasks",
+        "Skills that worked before:",
+        "What you did:",
+        "Step ",
+        "Decide what to do this step.",
+    )
+    checked = 0
+    for d in read_events(tmp_path / "events.jsonl"):
+        if not isinstance(d, Decision):
+            continue
+        for call in d.calls:
+            if call["purpose"] != "planner":
+                continue
+            lines = (tmp_path / "prompts" / f"{call['sent']['user_sha256']}.txt").read_text()
+            starts = [
+                next((i for i, line in enumerate(lines.splitlines()) if line.startswith(h)), -1)
+                for h in order
+            ]
+            if -1 in starts:
+                continue  # not every section yet (no meeting, skill or note so far)
+            assert starts == sorted(starts), (d.agent, d.step, starts)
+            checked += 1
+    assert checked >= 3

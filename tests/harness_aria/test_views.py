@@ -198,8 +198,8 @@ def test_decision_view_text_is_the_state_text_the_model_was_given(scene: Any) ->
         scene.agent("red", answers, state="ego"), scene.obs(players={"blue": scene.ahead(4)})
     )
     assert decision.view_text and decision.view_text.startswith("You are Red, a crewmate.")
-    # The user text holds the whole view: its rarely changing head first, then skills
-    # and memory, then the rest of the view (harness_aria.view_text.render_view_parts).
+    # The user text holds the whole view: its rarely changing head first, the rest of
+    # the view last (between them memory, pending tasks and skills: Toolkit.context).
     head, _, rest = decision.view_text.partition("\nStep ")
     for u in answers.user("planner"):
         assert u.startswith(head) and ("Step " + rest) in u
