@@ -121,10 +121,10 @@ def render_view_layout(v: StateView) -> tuple[str, str, str]:
     prompt cache can match); the agent's pending tasks (they change with each task done,
     so they follow the memory's settled part, see `Toolkit.context`); and the rest (this
     step's position, status, sight, roster and chat), which follows the agent's skills
-    and memory. In a meeting
-    the rest ends with the lines of the moment (step, place, whose turn it is) and the
-    roster gives each sighting's step rather than its age, so an agent's successive
-    calls of one meeting share everything through the end of the earlier call's chat."""
+    and memory. In a meeting the rest ends with the lines of the moment (step, place,
+    whose turn it is) and the roster gives each sighting's step rather than its age, so
+    an agent's successive calls of one meeting share everything through the end of the
+    earlier call's chat."""
     sb = v.scoreboard
     crew = v.role == "crewmate"
     head = [_identity(v)]
