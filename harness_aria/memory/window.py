@@ -10,6 +10,12 @@ from harness_aria.memory.base import describe_action, register_memory, worth_rem
 SHOWN = 5
 
 
+def _own_line(entry: str) -> bool:
+    """Whether an entry is this agent's own line in a meeting: the action (`I said ...`)
+    or the decision that said it (`mode=MEETING: said: "..."`)."""
+    return entry.startswith(("I said", 'mode=MEETING: said: "'))
+
+
 @register_memory("window", lambda spec: {"k": spec.window_k})
 class WindowMemory:
     """Keeps the last `k` steps of decisions, chat and notes; shows the last five.
@@ -83,12 +89,13 @@ class WindowMemory:
 
     def text(self) -> str:
         """The last five entries (in a meeting, not counting what was said in it, nor
-        this agent's own lines: the state view shows that meeting's whole chat)."""
+        this agent's own lines, as said or as the decision that said them: the state
+        view shows that meeting's whole chat)."""
         since = self.meeting_since
         recent = [
             (s, t)
             for s, t in self.entries
-            if since is None or s < since or not ((s, t) in self._chat or t.startswith("I said"))
+            if since is None or s < since or not ((s, t) in self._chat or _own_line(t))
         ][-SHOWN:]
         if not recent:
             return "Memory: nothing yet."

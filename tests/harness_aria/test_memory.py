@@ -351,3 +351,24 @@ def test_memory_lines_write_each_step_once_and_keep_every_entry_in_order() -> No
     entries = [(35, "a"), (35, "b"), (36, "c"), (35, "d")]
     assert grouped_by_step(entries) == ["  step 35: a; b", "  step 36: c", "  step 35: d"]
     assert grouped_by_step([]) == []
+
+
+def test_window_memory_leaves_its_own_meeting_lines_to_the_chat(scene: Any) -> None:
+    """During a meeting the view's chat holds every line of it, the agent's own too, so
+    window memory shows neither its `I said` action nor the decision that said it
+    (`mode=MEETING: said: "..."`); once the meeting is over both are remembered."""
+    line = "Blue was in admin."
+    answers = scene.Answers(
+        planner={"module": "MOVE", "target": None, "reasoning": "x"},
+        meeting={"response_text": line, "suspicion_cast_on": None},
+    )
+    agent = scene.agent("red", answers, memory="window", state="privileged")
+    for i in range(2):
+        scene.decide(
+            agent,
+            scene.obs(step=5 + i, tick=410 + i, phase="meeting", meeting=meeting_view(scene)),
+        )
+    assert any(line in t for _, t in agent.memory.entries)  # kept...
+    assert line not in agent.memory.text()  # ...but not shown beside the chat
+    scene.decide(agent, scene.obs(step=8, tick=900))
+    assert f'mode=MEETING: said: "{line}"' in agent.memory.text()
