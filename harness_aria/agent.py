@@ -34,7 +34,7 @@ from harness_aria.planner import PLANNERS, Planner
 from harness_aria.reflection import REFLECTORS, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
-from harness_aria.view_text import render_look, render_view_layout
+from harness_aria.view_text import joined_view, render_look, render_view_layout
 from world.geometry import ShipGeometry
 
 CONTINUABLE_OPS = frozenset({"go_to", "use_station", "look"})
@@ -161,8 +161,9 @@ class AriaAgent:
             obs = actions_for_view(obs, obs.players)
         self.memory.observe(obs)
         view = self.knowledge.view(obs)
-        view_head, view_tasks, view_rest = render_view_layout(view)
-        view_text = "\n".join(t for t in (view_head, view_tasks, view_rest) if t)
+        layout = render_view_layout(view)
+        view_head, view_tasks, _ = layout
+        view_text = joined_view(layout)
         tk = Toolkit(
             spec=self.spec,
             backend=self.backend,

@@ -250,6 +250,12 @@ class HarnessedBackend:
         return await self.inner.complete(request)
 
 
+def setup_of(backend: Backend) -> CallSetup:
+    """A backend's side setup (a plain backend, not a `HarnessedBackend`, has none: it
+    gets a default one)."""
+    return backend.setup if isinstance(backend, HarnessedBackend) else CallSetup()
+
+
 def start_round(backend: Backend, step: int) -> None:
     """Tell a side's backend which decision round (step) its agents are deciding in.
 
@@ -432,7 +438,7 @@ async def ask(
             or the side's calls failed identically `STREAK_CALLS` times over
             `STREAK_ROUNDS` rounds (see `FailureStreak`); no model answer can fix these.
     """
-    setup = backend.setup if isinstance(backend, HarnessedBackend) else CallSetup()
+    setup = setup_of(backend)
     round_ = setup.failures.round
     use_image = image is not None and backend.vision
     # Only the templates carry picture wording; the user text (state, memory) is data.

@@ -8,7 +8,7 @@ from typing import Any
 
 from controller.observation import Observation
 from harness_aria.backends.base import Backend
-from harness_aria.calls import CallRecord, HarnessedBackend, ask
+from harness_aria.calls import CallRecord, ask, setup_of
 from harness_aria.memory.base import Memory
 from harness_aria.prompts import Prompt, load_prompt
 from harness_aria.spec import AriaSpec
@@ -173,11 +173,7 @@ class Toolkit:
             image=self.image if image else None,
             max_tokens=max_tokens,
             temperature=temperature,
-            cache_key=(
-                self.backend.setup.cache_key(self.obs.agent)
-                if isinstance(self.backend, HarnessedBackend)
-                else f"mineamongus-{self.obs.agent}"
-            ),
+            cache_key=setup_of(self.backend).cache_key(self.obs.agent),
         )
         self.calls.append(record)
         return record.parsed

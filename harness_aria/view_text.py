@@ -69,8 +69,12 @@ def meeting_line(m: MeetingRecord) -> str:
 
 def render_view(v: StateView) -> str:
     """The whole state view as text (what `decision.view_text` records)."""
-    head, rest = render_view_parts(v)
-    return head + "\n" + rest
+    return joined_view(render_view_layout(v))
+
+
+def joined_view(parts: tuple[str, str, str]) -> str:
+    """The parts of `render_view_layout` as one text, in their order."""
+    return "\n".join(t for t in parts if t)
 
 
 def _identity(v: StateView) -> str:
@@ -105,13 +109,6 @@ def render_look(v: StateView) -> str:
     if v.dead:
         lines.append(dead_line(v.dead, v.body_rooms))
     return "\n".join([*lines, _where(v), *_sight(v)])
-
-
-def render_view_parts(v: StateView) -> tuple[str, str]:
-    """The state view in two parts: the rarely changing facts (with the agent's pending
-    tasks) and the rest (see `render_view_layout`)."""
-    head, tasks, rest = render_view_layout(v)
-    return "\n".join(t for t in (head, tasks) if t), rest
 
 
 def render_view_layout(v: StateView) -> tuple[str, str, str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from controller.observation import MeetingRecord, Sighting
 from controller.views import Knowledge
-from harness_aria.view_text import meeting_line, render_look, render_view, render_view_parts
+from harness_aria.view_text import meeting_line, render_look, render_view, render_view_layout
 
 
 def test_meeting_line_keeps_every_ballot_grouped_by_target() -> None:
@@ -49,10 +49,11 @@ def test_roster_is_dense_and_keeps_every_living_player(scene: Any) -> None:
 def test_the_rarely_changing_part_opens_the_view(scene: Any) -> None:
     knowledge = Knowledge("privileged", scene.geometry)
     view = knowledge.view(knowledge.update(scene.obs(step=4, tick=400)))
-    head, rest = render_view_parts(view)
+    head, tasks, rest = render_view_layout(view)
     assert head.startswith("You are ") and "Step 4." not in head
     assert rest.startswith("Step 4.")
-    assert render_view(view) == head + "\n" + rest
+    assert not tasks or tasks.startswith("Your pending tasks")
+    assert render_view(view) == "\n".join(t for t in (head, tasks, rest) if t)
 
 
 def test_positions_are_the_blocks_players_stand_on(scene: Any) -> None:
