@@ -18,24 +18,18 @@ from world.spec import load_map
 FAST = {"max_retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5}
 
 
-def _play(tmp: Path, server: MockAPIServer, backend: str, base_url: str):  # type: ignore[no-untyped-def]
-    config = resolve_config(
-        "quick",
-        overrides={
-            "seed": 3,
-            "rules": {"max_steps": 4},
-            "frames": "off",
-            "crew": {"backend": backend, "base_url": base_url, "settings": FAST},
-            "impostor": {"backend": "scripted"},
-        },
-    )
-    return play_game(config, load_map("skeld"), "fake", tmp)
-
-
-def _answered_game(tmp: Path, server: MockAPIServer, max_steps: int):  # type: ignore[no-untyped-def]
-    """A quick game (seed 3: two meetings in its first 30 steps) with both sides on
-    `openai:gpt-4.1-mini` at the local endpoint."""
-    side = {"backend": "openai:gpt-4.1-mini", "base_url": server.openai_base_url, "settings": FAST}
+def _play(  # type: ignore[no-untyped-def]
+    tmp: Path,
+    server: MockAPIServer,
+    backend: str,
+    base_url: str,
+    *,
+    max_steps: int = 4,
+    both_sides: bool = False,
+):
+    """A quick game (seed 3: two meetings in its first 30 steps) with the crew on
+    `backend` at the local endpoint, and the impostors too (`both_sides`) or scripted."""
+    side = {"backend": backend, "base_url": base_url, "settings": FAST}
     config = resolve_config(
         "quick",
         overrides={
@@ -43,7 +37,7 @@ def _answered_game(tmp: Path, server: MockAPIServer, max_steps: int):  # type: i
             "rules": {"max_steps": max_steps},
             "frames": "off",
             "crew": side,
-            "impostor": side,
+            "impostor": side if both_sides else {"backend": "scripted"},
         },
     )
     return play_game(config, load_map("skeld"), "fake", tmp)
@@ -164,7 +158,14 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
         monkeypatch.setattr(aria_agent, "render_view_layout", moment_first)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cache")
     with MockAPIServer(lambda rec: answer_http(rec.body)) as server:
-        result = _answered_game(tmp_path, server, 30)
+        result = _play(
+            tmp_path,
+            server,
+            "openai:gpt-4.1-mini",
+            server.openai_base_url,
+            max_steps=30,
+            both_sides=True,
+        )
     assert result.status == "ok"
     cached = {"meeting": 0, "vote": 0}
     for d in read_events(tmp_path / "events.jsonl"):
@@ -193,7 +194,15 @@ def test_two_games_played_at_once_never_share_a_cache_key(
     keys: list[set[str]] = []
     for game in ("a", "b"):
         with MockAPIServer(lambda rec: answer_http(rec.body)) as server:
-            assert _answered_game(tmp_path / game, server, 2).status == "ok"
+            result = _play(
+                tmp_path / game,
+                server,
+                "openai:gpt-4.1-mini",
+                server.openai_base_url,
+                max_steps=2,
+                both_sides=True,
+            )
+            assert result.status == "ok"
             keys.append({str(r.body["prompt_cache_key"]) for r in server.requests})
     assert all(len(k) == 8 for k in keys)  # one key per seat
     assert all(k.startswith("mineamongus-") for k in keys[0] | keys[1])
