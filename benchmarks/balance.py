@@ -26,7 +26,7 @@ from typing import Any
 
 from controller.balance import BalanceStats
 from controller.cli import play_game
-from controller.config import resolve_config
+from controller.config import PRESETS, resolve_config
 from controller.events import read_events
 from world.spec import load_map
 
@@ -74,7 +74,7 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     """Play the pairings and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="quick", choices=["quick", "paper"])
+    parser.add_argument("--preset", default="quick", choices=list(PRESETS))
     parser.add_argument("--seeds", type=int, default=40, help="games per pairing (default 40)")
     parser.add_argument("--first", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--world", default="fake", choices=["fake", "minecraft"])

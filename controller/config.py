@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from controller.agents.registry import AgentKindError, translate_side, validate_args
 from controller.rules import RulesConfig as RulesConfig
 
-PRESETS = ("quick", "paper")
+PRESETS = ("quick", "paper", "balanced")
 
 DEFAULT_COLORS = ("red", "blue", "green", "pink", "orange", "yellow", "black", "white")
 
