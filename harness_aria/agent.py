@@ -29,7 +29,7 @@ from harness_aria.memory import MEMORIES, Memory
 from harness_aria.memory.base import actions_for_view, describe_program
 from harness_aria.modules import Module, ModuleResult
 from harness_aria.modules.base import claimants, followers
-from harness_aria.modules.registry import enabled, offered_modules
+from harness_aria.modules.registry import enabled, is_ghost, offered_modules
 from harness_aria.planner import PLANNERS, Planner
 from harness_aria.reflection import REFLECTORS, Reflector
 from harness_aria.spec import AriaSpec
@@ -78,6 +78,8 @@ class AriaAgent:
         kill_range: Kill range of the rules (told to the model).
         report_range: Report range of the rules.
         max_utterances: Meeting utterance limit of the rules.
+        impostors_may_skip: The rules' `impostors_may_skip` (False: an impostor's skip
+            or unusable ballot becomes the reference's fallback vote).
     """
 
     def __init__(
@@ -90,6 +92,7 @@ class AriaAgent:
         kill_range: float = 3.0,
         report_range: float = 2.0,
         max_utterances: int = 3,
+        impostors_may_skip: bool = True,
     ) -> None:
         self.agent_id = agent_id
         self.spec = spec
@@ -100,6 +103,7 @@ class AriaAgent:
             "report_range": report_range,
             "max_utterances": max_utterances,
         }
+        self.impostors_may_skip = impostors_may_skip
         # Every component is rebuilt from its registered name and the spec's arguments.
         self.memory: Memory = MEMORIES.build(spec)
         self.planner: Planner = PLANNERS.build(spec)
@@ -180,6 +184,7 @@ class AriaAgent:
             skills_text=self.reflector.skills_text(),
             plan_text=self.planner.plan_text,
             look_text=render_look(view),
+            impostors_may_skip=self.impostors_may_skip,
         )
         self._learn(obs)
         running = self._still_running(obs)
@@ -193,13 +198,20 @@ class AriaAgent:
         self.last_phase = obs.phase
         module, choice = "", Choice(module="")
         result: ModuleResult
-        if obs.phase in self.phase_module:
+        ghost = is_ghost(obs)
+        if obs.phase in self.phase_module and ghost:
+            # A ghost has no meeting turn and no ballot (`GHOST_MODULES`); a controller
+            # that asks one anyway gets no action and no vote.
+            result = ModuleResult(reasoning="a ghost takes no part in meetings", memo="")
+        elif obs.phase in self.phase_module:
             module = self.phase_module[obs.phase]
             result = await self.modules[module].run(tk, choice)
         else:
-            for follower in followers(self.modules.values()):
+            # A ghost only does tasks and moves: no frame judged for SURVEILLANCE, no
+            # KILL scan claimed.
+            for follower in [] if ghost else followers(self.modules.values()):
                 await follower.follow_up(tk, self.last_free_actions)
-            claimed = self._claim(obs.step)
+            claimed = None if ghost else self._claim(obs.step)
             if claimed is not None:
                 module, choice = claimed.module, claimed
                 result = await self.modules[module].run(tk, choice)

@@ -177,6 +177,17 @@ frame get no rules of play (the reference's scan and surveillance prompts carry 
 _VOTE_NOTE = (
     '- A vote `skip` (or `null`, "none") is a ballot for skip; only `abstain` casts none.\n'
 )
+_NO_SKIP_NOTE = (
+    "- Impostors may not skip or abstain: a vote names a living player; an answer that"
+    " names none becomes a vote for the player you suspect most.\n"
+)
+"""The impostors' vote note under `rules.impostors_may_skip: false` (the crew's prefix
+keeps `_VOTE_NOTE`: as in the reference, crewmates are not told the impostors' rule)."""
+GHOST_RULES = {
+    False: "no acting, speaking or voting.",
+    True: "no speaking or voting; a ghost crewmate keeps doing its tasks, nothing else.",
+}
+"""The ghost line of the rules, by `rules.ghost_tasks`."""
 
 
 def shared_prefix(
@@ -215,7 +226,10 @@ def shared_prefix(
     values["colors"] = ", ".join(COLORS[: rules.n_players])
     values.update(_map_sections(geometry, map_detail))
     values.update(_ROLE_NOTES["impostor" if role == "impostor" else "crewmate"])
-    values["vote_note"] = _VOTE_NOTE if group == "talk" else ""
+    # Rules added later are read leniently (a rules object without them plays the old way).
+    may_skip = bool(getattr(rules, "impostors_may_skip", True)) or role != "impostor"
+    values["vote_note"] = (_VOTE_NOTE if may_skip else _NO_SKIP_NOTE) if group == "talk" else ""
+    values["ghost_rule"] = GHOST_RULES[bool(getattr(rules, "ghost_tasks", False))]
 
     def part(name: str) -> str:
         return load_prompt(name, "common").render(**values)

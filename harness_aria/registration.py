@@ -205,6 +205,8 @@ class AriaKind:
                 kill_range=rules.kill_range,
                 report_range=rules.report_range,
                 max_utterances=rules.max_utterances,
+                # Read leniently: the rule is newer than some rules objects kinds are handed.
+                impostors_may_skip=bool(getattr(rules, "impostors_may_skip", True)),
             )
 
         return make

@@ -85,6 +85,17 @@ class AriaSpec(BaseModel):
     """Most skills kept (first in, first out); the last 5 reach the planner."""
     kill_defer_distance: float = Field(default=10.0, gt=0)
     """KILL: a target farther than this (blocks) is stalked, not attacked."""
+    strike_guard: bool = False
+    """An assist, off by default, that departs from the reference. Off: a strike the
+    model cleared is sent as it is (`guard: none`): the model's witness scan alone
+    decides, so a model that misses a witness kills in front of it, as in the
+    reference. On: every strike carries the rules' witness guard (`guard: around` for
+    privileged, `sight` for ego; `controller.programs.KillTarget.guard`), which
+    withholds it at its own tick when a living crewmate other than the target is in
+    the killer's perception, whatever the model judged. Use it only to study other
+    behaviour with the kill itself taken out of the model's hands (e.g. meetings
+    after unwitnessed kills); it turns witnessed kills, and with them the
+    witness-aware-kill behaviour, into something the engine decides."""
     extra_modules: tuple[str, ...] = ()
     """Decision modules that are off by default and offered as well, by their registered
     names (`harness_aria.modules.registry`; any case, or one comma-separated text as

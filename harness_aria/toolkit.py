@@ -117,6 +117,9 @@ class Toolkit:
     look_text: str = ""
     """What the calls that judge a frame (`LOOK_PURPOSES`) are given instead of the
     context (`harness_aria.view_text.render_look`); '' gives them the whole context."""
+    impostors_may_skip: bool = True
+    """The rules' `impostors_may_skip`: False makes VOTE turn an impostor's skip, or its
+    unusable answer, into the reference's fallback ballot (`harness_aria.modules.vote`)."""
     calls: list[CallRecord] = field(default_factory=list)
 
     @property

@@ -4,15 +4,24 @@ Every KILL decision either sends a strike (a `kill` action) or names why it did 
 (`ModuleResult.deferral`, one of `controller.events.DEFERRALS`), so a study can count
 conversions. A deferral is never a pause: with a target known, the bot moves towards it.
 
-**Targets.** A target the planner named must be a living crewmate (else the answer is
-invalid, `invalid_target`, never replaced by another player). With none named, the
-module takes the nearest *isolated* crewmate the agent knows of (no other crewmate it
-knows of within sight range of it, walls counted), else the nearest, leaving one that a
-fellow impostor is nearer to (so two impostors do not converge): ego knows only its
-own sightings (`obs.last_seen`, from its field of view), in view first; privileged knows
-the roster. The target's position used for any decision is the one known *now* (in
-view, in sight all around for privileged, or on this step's roster); an older sighting
-only tells the hunt where to go, never whether to strike.
+**The model decides.** Whether a strike is sent is the model's judgement of its witness
+scan, nothing else: a strike carries `guard: none`, so a model that misses a witness
+kills in front of it, as in the reference. Only the assist `AriaSpec.strike_guard`
+(off by default) restores the rules' witness guard, which withholds a strike at its own
+tick when a living crewmate other than the target is in the killer's perception
+(`controller.programs.KillTarget.guard`: `around` for privileged, `sight` for ego); the
+strike's logged action names its guard either way.
+
+**Targets.** A target the planner named must be a living crewmate as far as the agent
+knows (else the answer is invalid, `invalid_target`, never replaced by another player);
+one it has never seen is searched for (`no_target`), never swapped for another. With
+none named, the module takes the nearest living crewmate the agent knows of (straight
+line, as the reference's nearest-alive helper): never a fellow impostor, never a player
+the agent knows is dead (`dead_as_known`: the public dead, bodies it has seen, its own
+kills); ego knows only its own sightings (`obs.last_seen`, from its field of view), in
+view first; privileged knows the roster. The target's position used for any decision
+is the one known *now* (in view, in sight all around for privileged, or on this step's
+roster); an older sighting only tells the hunt where to go, never whether to strike.
 
 **Hunting and closing in.** No crewmate known: walk to a room (`no_target`). Target
 known but not seen now: walk to where it was last seen (ego, `hunting`) or follow it by
@@ -22,23 +31,19 @@ to it. Kill cooldown running: shadow the target at `SHADOW` blocks (`cooldown`).
 
 **The witness check and the strike.** Two protocols, one per state view; in both the
 model judges a frame taken where the strike begins, an answer other than a clear "no"
-to `witnesses_visible` never sends a kill (`unclear`, and a failed call likewise), a
-clear "yes" defers (`witness`), and the strike carries a `guard` that the rules apply at
-the strike's own tick (`controller.programs.KillTarget.guard`): a living crewmate other
-than the target in the killer's perception then withholds the strike.
+to `witnesses_visible` never sends a kill (`unclear`, and a failed call likewise: the
+reference counts an error as a witness), and a clear "yes" defers (`witness`).
 
 * `privileged` (one step). The state view lists everyone in sight all around, so the
   half behind the camera is known without turning. With the target within
   `STRIKE_REACH` now, the model judges the frame ahead and that list; on a clear "no"
-  the bot strikes at once, with `guard: around` (field of view and all around).
+  the bot strikes at once.
 * `ego` (two steps, behind first). The camera covers one half. Step 1, target in view:
   the model judges the view ahead; on a clear "no" the bot follows the target closely
   for `FOLLOW_TICKS` and then turns to look behind (`scan`, or `too_far` when it was
   beyond reach). Step 2: the model judges that frame, the half behind the killer, taken
-  where the strike begins; on a clear "no" the bot turns back and strikes with
-  `guard: sight`, which covers the half it turned back to at the strike's tick. The
-  target is then usually out of view (it is behind the killer), so no position of it is
-  used:
+  where the strike begins; on a clear "no" the bot turns back and strikes. The target
+  is then usually out of view (it is behind the killer), so no position of it is used:
   the strike's approach is leashed to `STRIKE_REACH + APPROACH_SLACK` blocks from where
   the killer stands, so it lands only if the target is still where the follow left it,
   and otherwise ends failed with the leash's reason. A target seen at step 2 within
@@ -79,11 +84,6 @@ SHADOW = 3.0
 FOLLOW_TICKS = 200
 """How long a close-in or shadowing follow lasts: about one step of free roam (a walk
 to a station and a task), so the target is still close when the next step begins."""
-ISOLATION = 12.0
-"""Blocks: a crewmate with another crewmate this close (in line of sight, as far as the
-agent knows) is not isolated."""
-RECENT_STEPS = 1
-"""Sightings at most this many steps old count when judging who is isolated."""
 
 
 @dataclass(frozen=True)
@@ -100,13 +100,22 @@ def witness(read: AnswerReader) -> bool:
     return read.flag("witnesses_visible") != "no"
 
 
+def dead_as_known(obs: Observation) -> set[str]:
+    """Players this agent knows are dead: the public dead (announced at a meeting, or
+    ejected), every body it has seen or been told of, and its own kills. The engine
+    announces a death only at the next meeting, so an impostor's own victim, and a
+    body it came upon, are known to it before the public list says so."""
+    dead = set(obs.known_dead)
+    dead |= set(obs.visible_bodies) | set(obs.nearby_bodies) | set(obs.bodies_seen)
+    dead |= set(obs.dead_bodies_rooms)
+    dead |= {a.target for a in obs.own_actions if a.kind == "killed" and a.target}
+    return dead
+
+
 def _crewmates(obs: Observation) -> set[str]:
-    """Players this impostor may kill: living and not on its team."""
-    return {
-        p
-        for p in obs.players
-        if p != obs.agent and p not in obs.teammates and p not in obs.known_dead
-    }
+    """Players this impostor may kill: not on its team and not dead as far as it knows."""
+    dead = dead_as_known(obs)
+    return {p for p in obs.players if p != obs.agent and p not in obs.teammates and p not in dead}
 
 
 def seen_now(obs: Observation, player: str) -> Vec3 | None:
@@ -130,14 +139,11 @@ def _last_known(obs: Observation, player: str) -> Vec3 | None:
 
 
 def offered(obs: Observation, spec: AriaSpec) -> bool:
-    """Offered to an impostor whose kill is ready, with a crewmate it knows of: the
-    filtered observation's, so ego has one in its field of view, privileged one in sight
-    all around or on the roster (within the privileged radius)."""
-    prey = [
-        a
-        for a in {**obs.visible_players, **obs.roster}
-        if a not in obs.teammates and a != obs.agent and a not in obs.known_dead
-    ]
+    """Offered to an impostor whose kill is ready, with a living crewmate it knows of:
+    the filtered observation's, so ego has one in its field of view, privileged one in
+    sight all around or on the roster (within the privileged radius)."""
+    crew = _crewmates(obs)
+    prey = [a for a in {**obs.visible_players, **obs.roster} if a in crew]
     return obs.role == "impostor" and obs.kill_ready and bool(prey)
 
 
@@ -179,6 +185,10 @@ class KillModule:
         target, why = self._named(tk, choice)
         if why:
             return ModuleResult(invalid=why, memo=f"no kill ({why})", deferral="invalid_target")
+        if target is not None and _last_known(obs, target) is None:
+            # Named but never seen: its whereabouts are unknown. Search for it, as the
+            # reference defers a never-seen target; never swap it for another player.
+            return self._wander(tk, choice, unseen=target)
         if target is None:
             target = self._pick(tk)
         if target is None:
@@ -201,7 +211,7 @@ class KillModule:
         intent = read.text("intent") or intent
         if witness(read):
             return self._held_back(tk, target, read, intent)
-        return self._strike(tk, target, "around", intent, "no witness in sight all around")
+        return self._strike(tk, target, intent, "no witness in sight all around")
 
     # ------------------------------------------------------------------ targets
     def _named(self, tk: Toolkit, choice: Choice) -> tuple[str | None, str]:
@@ -214,66 +224,37 @@ class KillModule:
             return None, f"kill target {choice.target!r} is not a player"
         if t in obs.teammates or t == obs.agent:
             return None, f"kill target {t!r} is not a crewmate"
-        if t in obs.known_dead:
+        if t in dead_as_known(obs):
             return None, f"kill target {t!r} is dead"
-        if _last_known(obs, t) is None:
-            # Never seen: its whereabouts are unknown; hunt whom the agent does know.
-            return None, ""
         return t, ""
 
     def _pick(self, tk: Toolkit) -> str | None:
-        """The nearest isolated crewmate the agent knows of (else the nearest); ego takes
-        one in view first."""
+        """The harness's target when the model named none: the nearest living crewmate
+        the agent knows of (straight line from where it stands, ties by name), as the
+        reference's nearest-alive helper; ego takes one in view first. Never a fellow
+        impostor, never a player the agent knows is dead (`dead_as_known`)."""
         obs = tk.obs
-        crew = _crewmates(obs)
-        recent: dict[str, Vec3] = {}
-        for a in crew:
-            now = seen_now(obs, a)
-            if now is not None:
-                recent[a] = now
-                continue
-            s = obs.last_seen.get(a) or obs.roster.get(a)
-            if s is not None and obs.step - s.step <= RECENT_STEPS:
-                recent[a] = s.pos
-        known = {a: p for a in crew if (p := _last_known(obs, a)) is not None}
-        if not known:
-            return None
+        known = {a: p for a in _crewmates(obs) if (p := _last_known(obs, a)) is not None}
         if tk.spec.state == "ego":
             in_view = {a: p for a, p in known.items() if a in obs.visible_players}
             known = in_view or known
-
-        def isolated(a: str) -> bool:
-            return not any(
-                b != a and tk.geometry.can_see(known[a], q, ISOLATION) for b, q in recent.items()
-            )
-
-        def walk(a: str) -> float:
-            length = tk.geometry.path_length(obs.pos, known[a])
-            return length if length is not None else math.dist(obs.pos, known[a]) * 3
-
-        mates = {t: p for t in obs.teammates if (p := _last_known(obs, t)) is not None}
-
-        def claimed(a: str) -> bool:
-            # A crewmate a fellow impostor is nearer to is left to it (ties by name), so
-            # two impostors do not converge on one victim.
-            mine = math.dist(obs.pos, known[a])
-            return any(
-                (d := math.dist(p, known[a])) < mine or (d == mine and t < obs.agent)
-                for t, p in mates.items()
-            )
-
-        return min(known, key=lambda a: (claimed(a), not isolated(a), walk(a), a))
+        if not known:
+            return None
+        return min(known, key=lambda a: (math.dist(obs.pos, known[a]), a))
 
     # ------------------------------------------------------------------ moving
-    def _wander(self, tk: Toolkit, choice: Choice) -> ModuleResult:
+    def _wander(self, tk: Toolkit, choice: Choice, unseen: str = "") -> ModuleResult:
+        """Search another room: nobody known, or the named target (`unseen`) never seen."""
         obs = tk.obs
         rooms = [r for r in tk.geometry.rooms if r != obs.room] or list(tk.geometry.rooms)
         room = rooms[obs.step % len(rooms)]
+        who = f"{unseen} was never seen" if unseen else "no crewmate known"
         return ModuleResult(
             actions=[{"op": "go_to", "room": room}],
-            reasoning=f"no crewmate known; search {room}",
-            narration=choice.intent or "looking for someone to kill",
-            memo=f"DEFER kill: nobody known; went to {room}",
+            reasoning=f"{who}; search {room}",
+            narration=choice.intent
+            or (f"looking for {unseen}" if unseen else "looking for someone to kill"),
+            memo=f"DEFER kill{' of ' + unseen if unseen else ''}: {who}; went to {room}",
             deferral="no_target",
         )
 
@@ -334,8 +315,15 @@ class KillModule:
         return result
 
     def _strike(
-        self, tk: Toolkit, target: str, guard: str, intent: str, why: str, turn: bool = False
+        self, tk: Toolkit, target: str, intent: str, why: str, turn: bool = False
     ) -> ModuleResult:
+        """The strike the model cleared. Its `guard` is `none` (the model's judgement
+        stands) unless the assist `AriaSpec.strike_guard` is on: then `around`
+        (privileged) or `sight` (ego), re-checked by the rules at the strike's tick. The
+        action always names its guard, so the decision's log shows it."""
+        guard = "none"
+        if tk.spec.strike_guard:
+            guard = "around" if tk.spec.state == "privileged" else "sight"
         kill: dict[str, Any] = {
             "op": "kill",
             "target": target,
@@ -372,7 +360,8 @@ class KillModule:
 
     async def _behind(self, tk: Toolkit, target: str, choice: Choice) -> ModuleResult:
         """Ego step 2: judge the frame behind (taken where the strike begins); strike on a
-        clear no, turning back so the guard covers the other half at the strike's tick."""
+        clear no, turning back (with the assist `strike_guard`, the guard then covers the
+        half turned back to at the strike's tick)."""
         obs = tk.obs
         intent = choice.intent
         back = [{"op": "look", "behind": True}]
@@ -420,8 +409,8 @@ class KillModule:
             )
         if pos is not None:
             # In the judged frame after all: strike it there; the approach faces it.
-            return self._strike(tk, target, "sight", intent, "no witness in view")
-        return self._strike(tk, target, "sight", intent, "no witness ahead or behind", turn=True)
+            return self._strike(tk, target, intent, "no witness in view")
+        return self._strike(tk, target, intent, "no witness ahead or behind", turn=True)
 
     @staticmethod
     async def _scan(

@@ -226,8 +226,21 @@ def enabled(spec: AriaSpec) -> list[ModuleEntry]:
     return out
 
 
+GHOST_MODULES = frozenset({"MISSION", "MOVE"})
+"""The only modules a ghost is offered (`rules.ghost_tasks`: a dead or ejected crewmate
+keeps doing its tasks, as the reference's ghost crewmates keep doing missions): never
+KILL, REPORT, EMERGENCY, SURVEILLANCE or another module, and no meeting or vote."""
+
+
+def is_ghost(obs: Observation) -> bool:
+    """Whether the observation is a ghost's (killed or ejected): `Observation.ghost`
+    where the observation has it, else the scoreboard's `dead` flag."""
+    return bool(getattr(obs, "ghost", False)) or obs.scoreboard.dead
+
+
 def offered_modules(entries: list[ModuleEntry], obs: Observation, spec: AriaSpec) -> list[str]:
-    """The free-roam modules of `entries` the planner is offered now, in `rank` order.
+    """The free-roam modules of `entries` the planner is offered now, in `rank` order
+    (a ghost: only those of `GHOST_MODULES` it would be offered).
 
     Args:
         entries: The agent's modules (`enabled`).
@@ -235,6 +248,8 @@ def offered_modules(entries: list[ModuleEntry], obs: Observation, spec: AriaSpec
         spec: The agent's spec.
     """
     free = sorted((e for e in entries if e.offered is not None), key=lambda e: e.rank)
+    if is_ghost(obs):
+        free = [e for e in free if e.name in GHOST_MODULES]
     return [e.name for e in free if e.offered is not None and e.offered(obs, spec)]
 
 

@@ -8,8 +8,10 @@ the offline responder (`harness_aria.fake_answers`), which judges from the state
 told; scripted answers test the rest. The outcomes are the protocol documented in
 `harness_aria/modules/kill.py`:
 
-* target 3 blocks ahead, alone: privileged strikes at once (guard `around`); ego
-  `scan` (follows, looks behind), then turns back and strikes (guard `sight`);
+* target 3 blocks ahead, alone: privileged strikes at once; ego `scan` (follows, looks
+  behind), then turns back and strikes; every strike carries `guard: none` (the model's
+  judgement stands), or with the assist `strike_guard` `around` (privileged) / `sight`
+  (ego);
 * target 8 blocks ahead, alone: `too_far` (follow; ego also looks behind), then strike;
 * target 20 blocks away: privileged `hunting` (follows by the roster); ego is not
   offered KILL, and a KILL naming it walks to where it was last seen (`hunting`);
@@ -56,6 +58,7 @@ FAR = G.room_center("medbay")
 """Where the fellow impostor stands, out of everyone's sight."""
 STATES = ("privileged", "ego")
 GUARD = {"privileged": "around", "ego": "sight"}
+"""The guard each state's strikes carry with the assist `AriaSpec.strike_guard` on."""
 KILL_PLAN = {"module": "KILL", "target": None, "reasoning": "alone", "intent": "kill"}
 
 
@@ -142,9 +145,12 @@ class Answers:
         return [r.purpose for r in self.requests]
 
 
-def agent(state: str, answers: Answers | None = None) -> tuple[AriaAgent, Answers]:
+def agent(
+    state: str, answers: Answers | None = None, *, strike_guard: bool = False
+) -> tuple[AriaAgent, Answers]:
     answers = answers or Answers(planner=KILL_PLAN)
-    aria = AriaAgent("red", AriaSpec(state=state), FakeBackend("t", script=answers), G)  # type: ignore[arg-type]
+    spec = AriaSpec(state=state, strike_guard=strike_guard)
+    aria = AriaAgent("red", spec, FakeBackend("t", script=answers), G)
     return aria, answers
 
 
@@ -160,9 +166,12 @@ def strike(decision: AgentDecision) -> dict[str, Any] | None:
     return next((a for a in decision.program if a["op"] == "kill"), None)
 
 
-def assert_strike(decision: AgentDecision, state: str, target: str = "blue") -> None:
+def assert_strike(
+    decision: AgentDecision, state: str, target: str = "blue", *, guarded: bool = False
+) -> None:
     kill = strike(decision)
-    assert kill == {"op": "kill", "target": target, "max_distance": LEASH, "guard": GUARD[state]}
+    guard = GUARD[state] if guarded else "none"
+    assert kill == {"op": "kill", "target": target, "max_distance": LEASH, "guard": guard}
     assert decision.deferral == "" and not decision.invalid
 
 
@@ -297,16 +306,18 @@ def test_witness_behind_a_wall_does_not_defer(state: str) -> None:
     assert_strike(second, state)
 
 
+@pytest.mark.parametrize("guarded", [False, True])
 @pytest.mark.parametrize("state", STATES)
-def test_a_model_that_misses_the_witness_strikes_under_the_guard(state: str) -> None:
-    """The model's judgement decides; the rules' guard re-checks at the strike's tick."""
+def test_a_model_that_misses_the_witness_strikes(state: str, guarded: bool) -> None:
+    """The model's judgement decides: the strike goes out unguarded, or, with the assist
+    `strike_guard`, carrying the guard the rules re-check at the strike's tick."""
     blind = {"players_seen": ["blue"], "witnesses_visible": False, "target_visible": True}
-    aria, _ = agent(state, Answers(planner=KILL_PLAN, kill_scan=blind))
+    aria, _ = agent(state, Answers(planner=KILL_PLAN, kill_scan=blind), strike_guard=guarded)
     others = {"blue": at(CAFE, 3), "green": at(CAFE, 6, 1)}
     decision = decide(aria, scene_obs(CAFE, 0.0, others))
     if state == "ego":
         decision = decide(aria, after_follow(state, 1.0, green=at(CAFE, 6, 1)))
-    assert_strike(decision, state)
+    assert_strike(decision, state, guarded=guarded)
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -348,13 +359,28 @@ def test_named_non_crewmate_is_an_invalid_target() -> None:
     assert decision.invalid and decision.deferral == "invalid_target"
 
 
-def test_teammates_split_the_victims() -> None:
-    """Two impostors side by side leave each other's nearer victim alone."""
-    obs = scene_obs(CAFE, 0.0, {"blue": at(CAFE, 3), "pink": at(CAFE, -3), "black": at(CAFE, -2)})
-    tk = toolkit("privileged", obs)
+def test_no_target_named_takes_the_nearest_crewmate_never_the_teammate() -> None:
+    """As the reference's nearest-alive helper: the nearest living crewmate, whoever is
+    near it (no isolation preference, no split with the fellow impostor)."""
+    others = {
+        "blue": at(CAFE, 3),
+        "pink": at(CAFE, 2.5, 1),
+        "black": at(CAFE, 1),
+        "green": at(CAFE, 5),
+    }
+    tk = toolkit("privileged", scene_obs(CAFE, 0.0, others))
     result = asyncio.run(KillModule().run(tk, Choice(module="KILL")))
     first = result.actions[0]
-    assert (first.get("target") or first.get("agent")) == "blue"  # black takes pink
+    assert (first.get("target") or first.get("agent")) == "pink"
+
+
+def test_a_named_target_never_seen_is_searched_for_never_swapped() -> None:
+    """The reference defers a never-seen target; the module never hunts someone else."""
+    obs = scene_obs(CAFE, 0.0, {"pink": at(CAFE, 3)})  # pink in view, blue nowhere
+    tk = toolkit("privileged", obs.model_copy(update={"roster": {}}))
+    result = asyncio.run(KillModule().run(tk, Choice(module="KILL", target="blue")))
+    assert result.deferral == "no_target" and result.actions[0]["op"] == "go_to"
+    assert "blue was never seen" in result.reasoning
 
 
 # ------------------------------------------------------------------------------ cooldown

@@ -326,11 +326,12 @@ def test_kill_missing_witness_key_defers() -> None:
 
 
 @pytest.mark.parametrize("witness", ['"false"', '"no"', "false", "0"])
-def test_kill_clear_no_strikes_at_once_with_the_guard_all_around(witness: str) -> None:
-    # Privileged: the state lists everyone in sight all around, so one scan clears it.
+def test_kill_clear_no_strikes_at_once_unguarded(witness: str) -> None:
+    # Privileged: the state lists everyone in sight all around, so one scan clears it;
+    # the model's judgement stands (no guard unless the assist `strike_guard` is on).
     result, _ = run("KILL", impostor(), scan(witness))
     assert result.actions == [
-        {"op": "kill", "target": "blue", "max_distance": LEASH, "guard": "around"}
+        {"op": "kill", "target": "blue", "max_distance": LEASH, "guard": "none"}
     ]
     assert result.deferral == ""
 
@@ -374,8 +375,8 @@ def test_ego_kill_strikes_where_the_behind_scan_cleared_it() -> None:
     second = impostor(step=6, yaw=180.0, visible_players={})
     result = _two_stage(first, second, scan("false"), scan("false"))
     look, kill = result.actions
-    assert look == {"op": "look", "behind": True}  # the guard covers the half turned back to
-    assert kill["op"] == "kill" and kill["target"] == "blue" and kill["guard"] == "sight"
+    assert look == {"op": "look", "behind": True}  # turns back to the half judged first
+    assert kill["op"] == "kill" and kill["target"] == "blue" and kill["guard"] == "none"
     assert kill["max_distance"] <= STRIKE_REACH + 1.0
 
 
