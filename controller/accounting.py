@@ -49,6 +49,7 @@ COUNT_KEYS = (
     "tokens_out",
     "tokens_cached",
     "continuations",
+    "replaced_votes",
 )
 """Every key of `counts`, in the order the summary lists them."""
 
@@ -62,6 +63,9 @@ def counts_from_events(events: Iterable[EventBase]) -> dict[str, int]:
     `tasks_done` counts real (not faked) tasks. `continuations` are steps an agent was
     not asked because its program was still running (no decision, no model call); a
     continuation whose program the rules refused counts as `invalid_decisions` too.
+    `replaced_votes` are ballots the rules cast in place of a refused one (an impostor's
+    skip under `rules.impostors_may_skip: false`); each refusal is also one of the
+    `rejected_actions`.
     """
     c = dict.fromkeys(COUNT_KEYS, 0)
     for ev in events:
@@ -109,6 +113,7 @@ def counts_from_events(events: Iterable[EventBase]) -> dict[str, int]:
             c["tasks_interrupted"] += 1
         elif isinstance(ev, Vote):
             c["failed_votes"] += int(ev.failed)
+            c["replaced_votes"] += int(bool(ev.replaced))
         elif isinstance(ev, Speech):
             c["failed_turns"] += int(ev.failed)
     return c

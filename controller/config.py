@@ -1,7 +1,7 @@
 """Typed, nested game configuration with presets.
 
-A configuration is resolved in three layers: the built-in preset (`quick` or
-`paper`), then an optional YAML file, then command-line values. The resolved
+A configuration is resolved in three layers: the built-in preset (`quick`,
+`balanced` or `paper`), then an optional YAML file, then command-line values. The resolved
 object is written in full into every run record.
 """
 
@@ -114,6 +114,11 @@ class GameConfig(_Frozen):
     `off` renders none (observations then carry no picture)."""
     colors: tuple[str, ...] = DEFAULT_COLORS
     """Seat colours, which are also the agent ids, in seat order."""
+    names: dict[str, str] = Field(default_factory=dict)
+    """Player names by seat colour (e.g. the reference's roster, `red: James`); a seat
+    without one is named by its capitalised colour. Recorded in `game_start.names` to
+    map seats to the reference's players; players are still addressed by colour in play
+    (chat, prompts, the judge). Every key must be one of the game's seats."""
     sample_interval_ticks: int = Field(default=10, ge=1, le=10)
     """Ticks between the free-roam pose samples logged as `trace` events (at most 10,
     so that "I passed through Electrical" can be checked from the log)."""
@@ -121,6 +126,10 @@ class GameConfig(_Frozen):
     def agent_ids(self) -> list[str]:
         """The ids of all seats (PettingZoo's `possible_agents`)."""
         return list(self.colors[: self.rules.n_players])
+
+    def player_names(self) -> dict[str, str]:
+        """Every seat's player name, in seat order (`names`, else the capitalised colour)."""
+        return {a: self.names.get(a, a.capitalize()) for a in self.agent_ids()}
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -196,7 +205,34 @@ def resolve_config(
         except AgentKindError as exc:
             raise ConfigError(f"invalid configuration:\n  {exc}") from exc
         sides[name] = side.model_copy(update={"args": args.model_dump(mode="json")})
+    _check_seat_keys(config)
     return config.model_copy(update={**sides, "seats": _resolve_seats(config)})
+
+
+def _check_seat_keys(config: GameConfig) -> None:
+    """Check that the fields naming seats name seats of the game.
+
+    Raises:
+        ConfigError: A `names` key or a fixed impostor (`rules.roles: fixed`) that is
+            no seat of the game.
+    """
+    ids = config.agent_ids()
+    seats = f"the seats are {', '.join(ids)} (the first `rules.n_players` of `colors`)"
+    unknown = [c for c in config.names if c not in ids]
+    if unknown:
+        raise ConfigError(
+            f"invalid configuration:\n  names: no seat has the colour "
+            f"{', '.join(map(repr, unknown))}; {seats}, so key each name by one of them or "
+            f"drop it (e.g. names: {{{ids[0]}: James}})"
+        )
+    rules = config.rules
+    missing = [c for c in rules.fixed_impostors if c not in ids]
+    if rules.roles == "fixed" and missing:
+        raise ConfigError(
+            f"invalid configuration:\n  rules.fixed_impostors: no seat has the colour "
+            f"{', '.join(map(repr, missing))}; {seats}, so name impostors among them, or set "
+            "rules.roles: seeded"
+        )
 
 
 def _resolve_seats(config: GameConfig) -> dict[str, SeatConfig]:

@@ -209,7 +209,7 @@ class Engine:
         self.ending: Ending | None = None
         self.known_dead: list[str] = []
         """Players everyone knows are out: the dead announced at a meeting, the ejected."""
-        impostors = set(self.rng.sample(self.possible_agents, rules.n_impostors))
+        impostors = self._draw_impostors()
         station_ids = sorted(self.stations)
         self.players: dict[str, Player] = {}
         for agent in self.possible_agents:
@@ -222,11 +222,43 @@ class Engine:
                 kill_ready_tick=rules.initial_kill_cooldown_ticks,
             )
 
+    def _draw_impostors(self) -> set[str]:
+        """The impostor seats: drawn from the seed, or the rules' fixed seats.
+
+        Raises:
+            ValueError: A fixed impostor seat that is not one of the game's seats.
+        """
+        if self.rules.roles == "seeded":
+            return set(self.rng.sample(self.possible_agents, self.rules.n_impostors))
+        missing = [a for a in self.rules.fixed_impostors if a not in self.possible_agents]
+        if missing:
+            raise ValueError(
+                f"rules.fixed_impostors names {missing}, which are not seats of this game "
+                f"({', '.join(self.possible_agents)}); name seats of the game, or set "
+                "rules.roles: seeded"
+            )
+        return set(self.rules.fixed_impostors)
+
     # ------------------------------------------------------------------ queries
     @property
     def agents(self) -> list[str]:
         """Living seats, in seat order (PettingZoo's `agents`)."""
         return [a for a in self.possible_agents if self.players[a].alive]
+
+    @property
+    def ghosts(self) -> list[str]:
+        """Crewmates out of play (dead or ejected) who still do their tasks, in seat
+        order; none unless `rules.ghost_tasks`."""
+        return [a for a in self.possible_agents if self._is_ghost(a)]
+
+    @property
+    def actors(self) -> list[str]:
+        """The seats that act in free roam: the living and the ghosts, in seat order."""
+        return [a for a in self.possible_agents if self.players[a].alive or self._is_ghost(a)]
+
+    def _is_ghost(self, agent: str) -> bool:
+        p = self.players[agent]
+        return self.rules.ghost_tasks and p.role == "crewmate" and not p.alive
 
     def roles(self) -> dict[str, Role]:
         """Every seat's secret role."""
@@ -300,8 +332,11 @@ class Engine:
             )
         ]
 
-    def _refusal(self, agent: str, action: str) -> str | None:
-        """Why no player may act now, or why this one may not (None: it may)."""
+    def _refusal(self, agent: str, action: str, ghosts_may: bool = False) -> str | None:
+        """Why no player may act now, or why this one may not (None: it may).
+
+        Only the living act, and, where `ghosts_may` (tasks), the ghosts.
+        """
         if self.phase == "over":
             return "the game is over"
         if self.phase != "free_roam":
@@ -309,7 +344,7 @@ class Engine:
         p = self.players.get(agent)
         if p is None:
             return "unknown player"
-        if not p.alive:
+        if not p.alive and not (ghosts_may and self._is_ghost(agent)):
             return "player is not alive"
         return None
 
@@ -321,11 +356,18 @@ class Engine:
         living = [self.players[a] for a in self.agents]
         imps = sum(1 for p in living if p.role == "impostor")
         crew = [p for p in living if p.role == "crewmate"]
+        # With ghost tasks the crew's work is every crewmate's; without, the dead's
+        # unfinished tasks drop out (they left play and cannot finish them).
+        workers = (
+            [p for p in self.players.values() if p.role == "crewmate"]
+            if self.rules.ghost_tasks
+            else crew
+        )
         if imps == 0:
             self.ending = Ending("crew", "impostors_ejected", tick)
         elif len(crew) <= imps:
             self.ending = Ending("impostors", "impostors_outnumber", tick)
-        elif all(len(p.done) == len(p.tasks) for p in crew):
+        elif all(len(p.done) == len(p.tasks) for p in workers):
             self.ending = Ending("crew", "tasks_done", tick)
         if self.ending is not None:
             self._over()
@@ -414,11 +456,12 @@ class Engine:
         """A player begins standing at `station` (at `pos`, at `tick`).
 
         A task already in progress at the same station goes on (the player resumes
-        it); one at another station is lost. Impostors may fake any station.
+        it); one at another station is lost. Impostors may fake any station. With
+        `rules.ghost_tasks` a ghost crewmate may too, as if alive.
         """
         self.set_tick(tick)
         target = str(station)
-        refusal = self._refusal(agent, "tasks")
+        refusal = self._refusal(agent, "tasks", ghosts_may=True)
         if refusal is not None:
             return self._reject(agent, "task", refusal, tick, target)
         p = self.players[agent]
@@ -456,7 +499,7 @@ class Engine:
         """
         self.set_tick(tick)
         target = str(station)
-        refusal = self._refusal(agent, "tasks")
+        refusal = self._refusal(agent, "tasks", ghosts_may=True)
         if refusal is not None:
             return self._reject(agent, "task", refusal, tick, target)
         p = self.players[agent]
@@ -632,9 +675,11 @@ class Engine:
     def _scan(self) -> _Turn:
         """Skip, without changing anything, those who may not speak; find the speaker.
 
-        Talk goes round-robin in seat order. It ends when talk time is used up, when
-        every player has spoken `max_utterances` times, or when a whole round passes
-        with nobody speaking.
+        Talk goes round-robin in seat order, `max_utterances` rounds at most, and ends
+        when talk time is used up. Under `rules.talk` `open` a player who has spoken
+        `max_utterances` lines is skipped and talk ends when a whole round passes with
+        nobody speaking; under `turns` every turn is taken (a pass uses one) and a
+        silent round ends nothing.
         """
         m = self._require_meeting()
         turn, spoke, checked = m.turn, m.spoke_this_round, m.round_checked
@@ -642,13 +687,15 @@ class Engine:
             return _Turn(turn, spoke, checked, None)
         n = len(m.order)
         limit = self.rules.max_utterances
+        open_talk = self.rules.talk == "open"
         while self.talk_ticks_left() > 0 and turn < n * limit:
-            if turn > 0 and turn % n == 0 and turn != checked:
+            if open_talk and turn > 0 and turn % n == 0 and turn != checked:
                 if not spoke:
                     break
                 spoke, checked = False, turn
             speaker = m.order[turn % n]
-            if m.utterances[speaker] < limit and self.players[speaker].alive:
+            has_lines = m.utterances[speaker] < limit or not open_talk
+            if has_lines and self.players[speaker].alive:
                 return _Turn(turn, spoke, checked, speaker)
             turn += 1
         return _Turn(turn, spoke, checked, None)
@@ -733,6 +780,15 @@ class Engine:
             self.phase = "voting"
 
     # ------------------------------------------------------------------ vote
+    def skip_fallback(self, voter: str) -> str | None:
+        """Whom an impostor's refused skip votes for instead: the first other living
+        player in seat order who is no impostor (the reference's fallback), if any."""
+        for a in self.possible_agents:
+            p = self.players[a]
+            if a != voter and p.alive and p.role != "impostor":
+                return a
+        return None
+
     def cast_votes(self, ballots: Mapping[str, str | Ballot | None], tick: int) -> list[EventBase]:
         """Count a simultaneous vote and end the meeting.
 
@@ -741,7 +797,9 @@ class Engine:
                 abstention) or a `Ballot` (which may be a failed one). Living voters
                 missing from it abstain. A target that is not a living player makes
                 the ballot a failed abstention (`error_kind` `rules`); it never
-                becomes a skip. Ballots from non-voters are rejected.
+                becomes a skip. Ballots from non-voters are rejected. Unless
+                `rules.impostors_may_skip`, an impostor's skip is rejected and its
+                ballot goes to the fallback (`skip_fallback`).
             tick: When the vote closed.
         """
         self.set_tick(tick)
@@ -771,6 +829,23 @@ class Engine:
                 )
             if ballot.failed:
                 ballot = Ballot(None, True, ballot.error_kind, ballot.error)
+            replaced = ""
+            if (
+                ballot.target == SKIP
+                and not self.rules.impostors_may_skip
+                and self.players[voter].role == "impostor"
+            ):
+                reason = "impostors may not skip the vote (rules.impostors_may_skip is false)"
+                events += self._reject(voter, "vote", reason, tick, SKIP)
+                replaced = f"{SKIP}: {reason}"
+                fallback = self.skip_fallback(voter)
+                # No one to fall back on cannot happen in a game still going (the crew
+                # outnumbers the impostors); were it to, the ballot counts for nobody.
+                ballot = (
+                    Ballot(fallback)
+                    if fallback is not None
+                    else Ballot(None, True, "rules", f"{reason}; no one to vote for instead")
+                )
             m.votes[voter] = ballot.target
             if ballot.target is None:
                 abstained.append(voter)
@@ -783,6 +858,7 @@ class Engine:
                     failed=ballot.failed,
                     error_kind=ballot.error_kind,
                     error=ballot.error,
+                    replaced=replaced,
                     **self._base(tick),
                 )
             )

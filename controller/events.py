@@ -61,6 +61,10 @@ class GameStart(EventBase):
     """Python, Python packages, Node and npm packages in use."""
     sample_interval_ticks: int = 10
     """Interval of the free-roam pose samples in `trace` events."""
+    names: dict[str, str] = Field(default_factory=dict)
+    """Each seat's player name (`GameConfig.names`; a seat without one is its capitalised
+    colour), e.g. the reference's roster (`red: James`). A record for comparison with
+    the reference: in play players are still addressed by colour. Empty in older logs."""
 
 
 StepPhase = Literal["free_roam", "meeting", "voting"]
@@ -360,6 +364,11 @@ class Vote(EventBase):
     failed: bool = False
     error_kind: ErrorKind = ""
     error: str = ""
+    replaced: str = ""
+    """The ballot the rules refused and why, when they cast `target` in its place
+    (`skip: impostors may not skip ...` under `rules.impostors_may_skip: false`: the
+    ballot goes to the first other living non-impostor in seat order); empty when the
+    voter's own ballot counts."""
 
 
 MeetingOutcome = Literal["ejected", "tie", "skipped", "no_votes"]

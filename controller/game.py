@@ -204,6 +204,7 @@ class Game:
                 source_revision=source_revision(),
                 versions=self.versions,
                 sample_interval_ticks=self.config.sample_interval_ticks,
+                names=self.config.player_names(),
                 step=self.engine.step,
                 tick=self.engine.tick,
             )

@@ -102,6 +102,8 @@ class _Meeting:
     spoke_this_round: bool = False
     talk_over: bool = False
     utterances: dict[str, int] = field(default_factory=dict)
+    turns: dict[str, int] = field(default_factory=dict)
+    """Talk turns taken (spoken, passed or failed), for `talk: turns`."""
     votes: dict[str, Vote] = field(default_factory=dict)
     last_talk: Speech | None = None
     """The meeting's latest talk turn (its cost must pass before the next turn or vote)."""
@@ -143,6 +145,8 @@ class _Audit:
         self.meeting_ticks: list[int] = []
         self.killed_at: dict[str, Kill] = {}
         self.clocks: dict[str, _TaskClock] = {}
+        self.step_phase: dict[int, str] = {}
+        """Each step's phase, from its `step_start`."""
         self.stations = self._stations(start)
         self.strict_cancel = any(isinstance(e, Trace) for e in events)
         """Logs of the v2 game loop (which writes `trace`) must stop a victim's program
@@ -189,6 +193,8 @@ class _Audit:
         self._check_record()
         self._check_step_deadlines()
         for i, ev in enumerate(self.events):
+            if isinstance(ev, StepStart):
+                self.step_phase[ev.step] = ev.phase
             self._dead_acting(ev)
             if isinstance(ev, Kill):
                 self._kill(ev)
@@ -285,6 +291,12 @@ class _Audit:
             self.flag(s.step, f"{len(s.agents)} seats but rules.n_players={r.n_players}")
         if len(imps) != r.n_impostors:
             self.flag(s.step, f"{len(imps)} impostors {imps} but rules.n_impostors={r.n_impostors}")
+        if r.roles == "fixed" and imps != sorted(r.fixed_impostors):
+            self.flag(
+                s.step,
+                f"the impostors are {imps} but rules.roles is fixed with "
+                f"rules.fixed_impostors={list(r.fixed_impostors)}",
+            )
         for a in s.agents:
             tasks = s.tasks.get(a, [])
             want = r.tasks_per_crewmate if self.roles.get(a) == "crewmate" else 0
@@ -337,8 +349,19 @@ class _Audit:
             return
         if state is None:
             self.flag(ev.step, f"{ev.kind} by {actor}, who has no seat")
-        elif state != "alive":
+        elif state != "alive" and not self._ghost_may(actor, ev):
             self.flag(ev.step, f"{actor} is {state} but acts ({ev.kind} at tick {ev.tick})")
+
+    def _ghost_may(self, actor: str, ev: Event) -> bool:
+        """Whether this is a ghost's own free-roam work under `rules.ghost_tasks`: a
+        crewmate out of play deciding, running a program, starting or finishing a task
+        in a free-roam step (the rest, meetings included, stays the living's)."""
+        if not self.rules.ghost_tasks or self.roles.get(actor) != "crewmate":
+            return False
+        if not isinstance(ev, Decision | Continuation | ProgramRun | TaskStart | TaskDone):
+            return False
+        phase = ev.phase if isinstance(ev, Decision) else self.step_phase.get(ev.step)
+        return phase in (None, "free_roam")
 
     # ------------------------------------------------------------------ kills
     def _kill(self, ev: Kill) -> None:
@@ -463,21 +486,24 @@ class _Audit:
         return None
 
     def _expected_speaker(self, m: _Meeting) -> str | None:
-        """Round-robin over the meeting order, skipping players out of utterances;
-        talk is over after a whole round without a spoken line."""
+        """Round-robin over the meeting order, `max_utterances` rounds. Under `talk:
+        open` players out of utterances are skipped and talk is over after a whole round
+        without a spoken line; under `turns` every living player takes every turn."""
         n = len(m.start.order)
         limit = self.rules.max_utterances
+        open_talk = self.rules.talk == "open"
         while not m.talk_over:
             if m.turn >= n * limit:
                 m.talk_over = True
                 break
-            if m.turn > 0 and m.turn % n == 0:
+            if open_talk and m.turn > 0 and m.turn % n == 0:
                 if not m.spoke_this_round:
                     m.talk_over = True
                     break
                 m.spoke_this_round = False
             speaker = m.start.order[m.turn % n]
-            if m.utterances.get(speaker, 0) < limit and self.status.get(speaker) == "alive":
+            has_lines = m.utterances.get(speaker, 0) < limit or not open_talk
+            if has_lines and self.status.get(speaker) == "alive":
                 return speaker
             m.turn += 1
         return None
@@ -496,6 +522,14 @@ class _Audit:
         self._talk_time_spent(m, ev, f"{ev.speaker}'s turn")
         expected = self._expected_speaker(m)
         spoken = not (ev.passed or ev.failed or not ev.text.strip())
+        m.turns[ev.speaker] = m.turns.get(ev.speaker, 0) + 1
+        if self.rules.talk == "turns" and m.turns[ev.speaker] > self.rules.max_utterances:
+            self.flag(
+                ev.step,
+                f"{ev.speaker} takes {m.turns[ev.speaker]} talk turns in meeting "
+                f"{m.start.index}; under talk: turns each player has max_utterances="
+                f"{self.rules.max_utterances}",
+            )
         if spoken:
             m.utterances[ev.speaker] = m.utterances.get(ev.speaker, 0) + 1
             if m.utterances[ev.speaker] > self.rules.max_utterances:
@@ -570,6 +604,44 @@ class _Audit:
         target = ev.target
         if target is not None and target != SKIP and self.status.get(target) != "alive":
             self.flag(ev.step, f"{ev.voter} votes for {ev.target}, who is not a living player")
+        self._skip_rule(ev, m)
+
+    def _skip_rule(self, ev: Vote, m: _Meeting) -> None:
+        """Under `impostors_may_skip: false` no impostor's skip counts, and its refused
+        skip goes to the first other living non-impostor in seat order; only such a
+        ballot is ever `replaced`."""
+        impostor = self.roles.get(ev.voter) == "impostor"
+        barred = not self.rules.impostors_may_skip
+        where = f"meeting {m.start.index}"
+        if barred and impostor and ev.target == SKIP:
+            self.flag(
+                ev.step,
+                f"{ev.voter}, an impostor, votes skip in {where}; rules.impostors_may_skip "
+                "is false",
+            )
+        if not ev.replaced:
+            return
+        if not (barred and impostor and ev.replaced.startswith(SKIP)):
+            self.flag(
+                ev.step,
+                f"{ev.voter}'s ballot in {where} is replaced ({ev.replaced!r}); the rules "
+                "replace only an impostor's skip, under impostors_may_skip: false",
+            )
+            return
+        fallback = next(
+            (
+                a
+                for a in self.order
+                if a != ev.voter and self.status[a] == "alive" and self.roles.get(a) != "impostor"
+            ),
+            None,
+        )
+        if ev.target != fallback:
+            self.flag(
+                ev.step,
+                f"{ev.voter}'s refused skip in {where} goes to {ev.target}; the fallback "
+                f"is {fallback} (the first other living non-impostor in seat order)",
+            )
 
     def _meeting_end(self, ev: MeetingEnd, i: int) -> None:
         m = self.meeting
@@ -915,9 +987,10 @@ def derive_ending(
     After each kill, ejection and completed task (in tick order, log order breaking
     ties) the state is tested: no impostor alive (crew, `impostors_ejected`); living
     crewmates no more than living impostors (impostors, `impostors_outnumber`); every
-    living crewmate done with all its tasks (crew, `tasks_done`). The first one
-    reached is final. With none, a log whose last step reached `rules.max_steps`
-    ends in `timeout`; otherwise there is no ending.
+    living crewmate (every crewmate, ghosts too, under `rules.ghost_tasks`) done with
+    all its tasks (crew, `tasks_done`). The first one reached is final. With none, a
+    log whose last step reached `rules.max_steps` ends in `timeout`; otherwise there is
+    no ending.
     """
     if rules is None:
         given = start.config.get("rules", {})
@@ -942,12 +1015,15 @@ def derive_ending(
         living = [a for a in start.agents if alive[a]]
         imps = sum(roles.get(a) == "impostor" for a in living)
         crew = [a for a in living if roles.get(a) == "crewmate"]
+        workers = (
+            [a for a in start.agents if roles.get(a) == "crewmate"] if rules.ghost_tasks else crew
+        )
         found: tuple[Winner, str] | None = None
         if imps == 0:
             found = ("crew", "impostors_ejected")
         elif len(crew) <= imps:
             found = ("impostors", "impostors_outnumber")
-        elif all(done[a] >= set(start.tasks.get(a, [])) for a in crew):
+        elif all(done[a] >= set(start.tasks.get(a, [])) for a in workers):
             found = ("crew", "tasks_done")
         if found is not None:
             return DerivedEnding(found[0], found[1], ev.step, ev.tick, i)
@@ -967,13 +1043,16 @@ def log_violations(events: list[Event] | str | Path) -> list[str]:
     when logged); rule events of a step in tick order; reports (a lying body, in
     range); the button (lockouts after the start and after each meeting, the
     per-player budget); meetings (index, order = the living, caller); turn order
-    (round-robin over the living, at most `max_utterances` lines each, none after
-    talk is over or its time); votes (one each, for a living player, skip, or an
-    abstention that counts for nobody), the tally, the plurality and the ejection;
+    (round-robin over the living, at most `max_utterances` lines each, or under `talk:
+    turns` turns each, none after talk is over or its time); votes (one each, for a
+    living player, skip, or an abstention that counts for nobody; no impostor's skip
+    under `impostors_may_skip: false`, whose replacement goes to the fallback), the
+    tally, the plurality and the ejection;
     tasks (only an assigned station, once, held for `task_ticks` from its start,
     at the station in every sampled pose, never across a meeting); nobody dead or
-    ejected acts; the ending (derived by `derive_ending`, and nothing happens after
-    it). Messages start with the step.
+    ejected acts (but a ghost crewmate's free-roam work under `rules.ghost_tasks`);
+    fixed impostor seats under `rules.roles: fixed`; the ending (derived by
+    `derive_ending`, and nothing happens after it). Messages start with the step.
     """
     evs = read_log(events) if isinstance(events, str | Path) else list(events)
     start = next((e for e in evs if isinstance(e, GameStart)), None)

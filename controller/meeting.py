@@ -164,8 +164,14 @@ def vote_step(s: Session, seat_everyone: bool = False) -> None:
 
 
 def ejection_line(name: str, role: str, confirm: bool) -> str:
-    """The server's announcement of an ejection; with `confirm_ejects`, the role too."""
+    """The server's announcement of an ejection; with `confirm_ejects`, the role too.
+
+    The role is told as the reference tells it (`Blue was an Impostor.`, `Red was a
+    Crewmate.`), except that the reference's spelling `Imposter` becomes `Impostor`, the
+    word every prompt, view and role name of this project uses: an agent must not
+    read the announcement's role as another word than its own rules'.
+    """
     line = f"{name} was ejected."
     if confirm:
-        line += f" {name} was {'an' if role == 'impostor' else 'not an'} impostor."
+        line += f" {name} was {'an Impostor' if role == 'impostor' else 'a Crewmate'}."
     return line

@@ -48,7 +48,8 @@ class RulesConfig(BaseModel):
     emergency_per_player: int = Field(default=1, ge=0)
     """How many emergency meetings each player may call in one game."""
     max_utterances: int = Field(default=3, ge=1)
-    """Most times one player may speak in one meeting."""
+    """Most times one player may speak in one meeting; under `talk: turns`, exactly how
+    many talk turns each living player gets (a pass uses one)."""
     meeting_max_ticks: int = Field(default=2400, ge=1)
     """Talk time of a meeting (game ticks from its call); when it is used up the meeting
     goes to the vote. Talk turns spend it (`talk_ticks_per_utterance`, `_per_pass`)."""
@@ -65,7 +66,37 @@ class RulesConfig(BaseModel):
     timeout_winner: Literal["impostors", "crew"] = "impostors"
     """Who wins the `timeout` ending (the reference code scores it for the impostors)."""
     confirm_ejects: bool = False
-    """Whether the server announces the role of an ejected player."""
+    """Whether the server announces the role of an ejected player (`Blue was ejected.
+    Blue was an Impostor.`, or `... was a Crewmate.`), as the reference does; off, only
+    the ejection is announced and the role stays secret."""
+    ghost_tasks: bool = False
+    """Whether crewmates out of play (killed or ejected) go on doing their tasks as
+    ghosts, as in the reference: a ghost may start and finish its tasks (nothing else),
+    and the `tasks_done` ending then needs every crewmate's tasks, the ghosts' too. Off
+    (the default, this project's older rule), the dead leave play and the ending needs
+    only the living crew's tasks."""
+    roles: Literal["seeded", "fixed"] = "seeded"
+    """How the impostors are chosen: `seeded` draws them from the game's seed; `fixed`
+    makes the seats in `fixed_impostors` the impostors in every game, as the reference's
+    roster does (tasks are still drawn from the seed)."""
+    fixed_impostors: tuple[str, ...] = ("red", "pink")
+    """The impostor seats (colours) when `roles` is `fixed`; exactly `n_impostors` of them,
+    each one of the game's seats. The default is the reference's (James at red, Olivia at
+    pink). Unused when `roles` is `seeded`."""
+    talk: Literal["open", "turns"] = "open"
+    """The meeting's talk protocol. `open` (the default, this project's older rule):
+    round-robin in seat order, each player at most `max_utterances` spoken lines, a pass
+    takes a turn without using a line, and talk ends early after a whole round in which
+    nobody spoke. `turns` (the reference's protocol): the living speak in roster (seat)
+    order, each gets exactly `max_utterances` turns, a pass or a failed turn uses one of
+    them, and talk never ends early on a silent round; it ends when every turn is used
+    or the talk time (`meeting_max_ticks`) is spent."""
+    impostors_may_skip: bool = True
+    """Whether an impostor may vote `skip`. False is the reference's rule (only crewmates
+    may skip): the rules refuse an impostor's skip (an `action_rejected` of action `vote`)
+    and count its ballot instead for the first other living player in seat order who is
+    no impostor, the reference's fallback (the `vote` event's `replaced` says so). True
+    (the default, this project's older rule) lets anyone skip."""
 
     @model_validator(mode="after")
     def _crew_outnumbers(self) -> RulesConfig:
@@ -74,4 +105,18 @@ class RulesConfig(BaseModel):
                 f"rules.n_impostors={self.n_impostors} leaves too few crewmates for "
                 f"rules.n_players={self.n_players}; use fewer impostors than half the seats"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _fixed_seats_counted(self) -> RulesConfig:
+        # Whether the seats are the game's is checked where the seats are known
+        # (`controller.config.resolve_config`, and the engine).
+        if self.roles == "fixed":
+            seats = self.fixed_impostors
+            if len(set(seats)) != len(seats) or len(seats) != self.n_impostors:
+                raise ValueError(
+                    f"rules.fixed_impostors={list(seats)} must name rules.n_impostors="
+                    f"{self.n_impostors} distinct seats when rules.roles is 'fixed'; list "
+                    f"that many colours, or set rules.roles: seeded"
+                )
         return self

@@ -1,4 +1,5 @@
-"""The ejection announcement reads as a sentence, with and without `confirm_ejects`."""
+"""The ejection announcement reads as a sentence, with and without `confirm_ejects` (the
+reference's `was a Crewmate.` / `was an Impostor.`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from world.spec import load_map
 
 def test_the_line_names_the_player_and_with_confirm_its_role() -> None:
     assert ejection_line("Blue", "impostor", False) == "Blue was ejected."
-    assert ejection_line("Blue", "impostor", True) == "Blue was ejected. Blue was an impostor."
-    assert ejection_line("Red", "crewmate", True) == "Red was ejected. Red was not an impostor."
+    # the reference's wording, with this project's spelling of Impostor
+    assert ejection_line("Blue", "impostor", True) == "Blue was ejected. Blue was an Impostor."
+    assert ejection_line("Red", "crewmate", True) == "Red was ejected. Red was a Crewmate."
 
 
 def test_a_game_with_confirm_ejects_announces_each_ejection_so(tmp_path: Path) -> None:
