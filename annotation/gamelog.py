@@ -3,11 +3,12 @@
 `load_game(folder)` reads the run through `controller.record.RunRecord` (the one
 reader of `events.jsonl` and `summary.json`) once and indexes it: roles, steps and
 their phases, the five arc phases, pose samples per step (from `trace` events, else
-from end-of-step `positions`), visibility records, kills, reports, meetings, speech,
-votes, decisions and task events. `game_facts` is the single place per-game facts
-(winner, kills, tasks, arm, models, axes) are derived from the record: each side's
-agent, model and ARIA axes come from the typed set-up (`GameSetup`), in the layout games
-write today and in the older one, so a tournament's tables and the logs agree.
+from end-of-step `positions`; a ghost's samples, `rules.ghost_tasks`, kept apart),
+visibility records, kills, reports, meetings, speech, votes, decisions and task events.
+`game_facts` is the single place per-game facts (winner, kills, tasks, arm, models,
+axes) are derived from the record: each side's agent, model and ARIA axes come from the
+typed set-up (`GameSetup`), in the layout games write today and in the older one, so a
+tournament's tables and the logs agree.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 from controller.events import (
     Decision,
+    Eject,
     Emergency,
     Event,
     GameEnd,
@@ -64,6 +66,11 @@ class StepPoses:
     source: PoseSource
     """`trace` (samples while programs ran) or `positions` (end of step only)."""
     players: dict[str, list[Pose]] = field(default_factory=dict)
+    """The players in play (and a victim, in the step it was killed)."""
+    ghosts: dict[str, list[Pose]] = field(default_factory=dict)
+    """Ghosts (`rules.ghost_tasks`: crewmates out of play doing their tasks) in a step
+    after the one they left play in: where they really walked, which no living player
+    could see, so never anyone's whereabouts, company or witness."""
 
 
 @dataclass
@@ -86,7 +93,8 @@ class Game:
     """Meeting index -> its first step."""
     poses: dict[int, StepPoses]
     end_positions: dict[int, Positions]
-    """Step -> its `step_end` positions."""
+    """Step -> its `step_end` positions (a ghost's real position, with its status
+    `dead` or `ejected`: read the living by status)."""
     snapshots: list[Positions]
     """Every `positions` snapshot, in log order (set-up, step ends, meeting seats, vote ends)."""
     visibility: dict[int, list[Visibility]]
@@ -220,6 +228,7 @@ def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game
     )
     traced: dict[int, StepPoses] = {}
     called: set[int] = set()  # steps in which a meeting was called
+    left: dict[str, int] = {}  # player -> the step it left play in (killed or ejected)
     for ev in events:
         if ev.step > 0:
             lo, hi = g.step_ticks.get(ev.step, (ev.tick, ev.tick))
@@ -231,7 +240,8 @@ def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game
         elif isinstance(ev, Trace):
             sp = traced.setdefault(ev.step, StepPoses(source="trace"))
             for agent, samples in ev.players.items():
-                sp.players.setdefault(agent, []).extend(
+                ghost = agent in left and ev.step > left[agent]
+                (sp.ghosts if ghost else sp.players).setdefault(agent, []).extend(
                     Pose(tick=t, pos=(s[0], s[1], s[2]), yaw=s[3] if len(s) > 3 else None)
                     for t, s in zip(ev.ticks, samples, strict=False)
                 )
@@ -248,6 +258,9 @@ def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game
             g.visibility.setdefault(ev.step, []).append(ev)
         elif isinstance(ev, Kill):
             g.kills.append(ev)
+            left.setdefault(ev.victim, ev.step)
+        elif isinstance(ev, Eject):
+            left.setdefault(ev.agent, ev.step)
         elif isinstance(ev, Report):
             g.reports.append(ev)
         elif isinstance(ev, Emergency):

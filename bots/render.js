@@ -15,6 +15,8 @@
 //     moved since the renderer was created faced the wrong way);
 //   - players named after a colour (Red, Blue, ...) wear it: their shirt and trousers
 //     are dyed in a copy of the viewer's default skin (bots/skins.js);
+//   - a frame leaves out the players the request hides from it (`hidden`: the ghosts in
+//     a living player's frame): their meshes, name tags included, are not drawn;
 //   - pixels are read with gl.readPixels, flipped and written as RGB24 raw / JPEG / PNG
 //     files straight from Node (encoding runs in libuv's thread pool).
 // headless-gl needs an X server: the bridge is started with DISPLAY set to a private
@@ -211,8 +213,13 @@ class BotRenderer {
     }
   }
 
-  /** Places every other entity at the pose the bot's client knows (no easing). */
-  syncEntities () {
+  /**
+   * Places every other entity at the pose the bot's client knows (no easing); a player
+   * whose username is in `hidden` is kept but not drawn (its mesh stays for the next
+   * frame that shows it).
+   * @param {Set<string>} hidden usernames this frame must not show
+   */
+  syncEntities (hidden = NOBODY) {
     const bot = this.bot
     const meshes = this.entities.entities
     const seen = new Set()
@@ -233,6 +240,7 @@ class BotRenderer {
       if (!mesh) continue
       mesh.position.set(e.position.x, e.position.y, e.position.z)
       mesh.rotation.set(0, e.yaw || 0, 0)
+      mesh.visible = shown(e, hidden)
     }
     for (const id of Object.keys(meshes)) {
       if (!seen.has(Number(id)) && !seen.has(id)) this.removeEntity(id)
@@ -250,10 +258,13 @@ class BotRenderer {
     this.entityTags.delete(id)
   }
 
-  /** Draws one frame from the bot's eyes and reads it back (RGBA, bottom row first). */
-  draw () {
+  /**
+   * Draws one frame from the bot's eyes and reads it back (RGBA, bottom row first).
+   * @param {Set<string>} hidden usernames of players this frame must not show
+   */
+  draw (hidden = NOBODY) {
     const e = this.bot.entity
-    this.syncEntities()
+    this.syncEntities(hidden)
     this.camera.position.set(e.position.x, e.position.y + EYE_HEIGHT, e.position.z)
     this.camera.rotation.set(e.pitch, e.yaw, 0, 'ZYX')
     this.renderer.render(this.scene, this.camera)
@@ -313,6 +324,13 @@ class BotRenderer {
   }
 }
 
+const NOBODY = new Set()
+
+/** Whether a frame draws this entity: not when it is a player the frame hides. */
+function shown (entity, hidden) {
+  return !(entity.username !== undefined && hidden.has(entity.username))
+}
+
 // ---- argument checks --------------------------------------------------------------
 
 function checkAgents (agents, fleet) {
@@ -339,6 +357,30 @@ function checkFiles (files, ids) {
       one[kind] = p
     }
     out[id] = one
+  }
+  return out
+}
+
+/**
+ * `hidden`: {id: [other id, ...]}, the bots each frame leaves out.
+ * @returns {Map<string, Set<string>>} id -> usernames its frame must not show
+ */
+function checkHidden (hidden, ids, fleet) {
+  const out = new Map()
+  if (hidden === undefined || hidden === null) return out
+  if (typeof hidden !== 'object' || Array.isArray(hidden)) throw new BridgeError('bad_request', 'hidden must be an object {id: [agent id, ...]}')
+  for (const [id, others] of Object.entries(hidden)) {
+    if (!ids.includes(id)) throw new BridgeError('bad_request', `hidden.${id}: ${id} is not in agents`)
+    if (!Array.isArray(others) || !others.every(o => typeof o === 'string' && o)) {
+      throw new BridgeError('bad_request', `hidden.${id} must be a list of agent ids`)
+    }
+    const names = new Set()
+    for (const other of others) {
+      const agent = fleet.agents.get(other)
+      if (!agent) throw new BridgeError('bad_request', `hidden.${id}: unknown agent ${other}`)
+      names.add(agent.username)
+    }
+    out.set(id, names)
   }
   return out
 }
@@ -450,6 +492,7 @@ class RenderService {
     const t0 = performance.now()
     const ids = checkAgents(args.agents, this.fleet)
     const files = checkFiles(args.files, ids)
+    const hidden = checkHidden(args.hidden, ids, this.fleet)
     const quality = args.quality ?? 85
     if (!Number.isInteger(quality) || quality < 1 || quality > 100) throw new BridgeError('bad_request', `quality must be an integer 1..100, got ${JSON.stringify(quality)}`)
 
@@ -465,7 +508,7 @@ class RenderService {
       const want = files[id] || { raw: null, jpg: null, png: null }
       const tStart = performance.now()
       try {
-        r.draw()
+        r.draw(hidden.get(id) || NOBODY)
         r.convert(Boolean(want.jpg || want.png))
       } catch (err) {
         log(`render ${id}: draw failed:`, err)
@@ -507,4 +550,4 @@ class RenderService {
   }
 }
 
-module.exports = { RenderService, DEFAULTS }
+module.exports = { RenderService, DEFAULTS, checkHidden, shown }

@@ -43,10 +43,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from controller.protocol import (
     BlockPlacement,
+    FrameFiles,
     LowProgram,
     PlayerPose,
     PoseSample,
     ProgramEvent,
+    RenderRequest,
     RuleDirective,
     StepReport,
     Teleport,
@@ -843,6 +845,7 @@ class NodeBridge:
         files: Mapping[str, Mapping[str, str | None]],
         quality: int = 85,
         timeout_s: float = 60.0,
+        hidden: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, Any]:
         """Render one first-person frame per bot and write it to files (from Node).
 
@@ -856,16 +859,26 @@ class NodeBridge:
                 top row first), `jpg` and `png`; a kind left out or None is not written.
             quality: JPEG quality 1..100.
             timeout_s: Request timeout.
+            hidden: Per bot, the other bots its frame must not show (ghosts in a
+                living player's frame); a bot left out hides nobody.
 
         Returns:
             `{"frames": {id: {"raw", "jpg", "png", "ms"}}, "errors": {id: message},
             "setup_ms": {id: ms}, "ms": total}`; a bot that could not be rendered (e.g.
             not connected) is absent from `frames` and listed in `errors`.
+
+        Raises:
+            pydantic.ValidationError: An unknown file kind.
         """
-        payload = {agent: dict(spec) for agent, spec in files.items()}
+        req = RenderRequest(
+            agents=list(agents),
+            files={agent: FrameFiles.model_validate(dict(spec)) for agent, spec in files.items()},
+            quality=quality,
+            hidden={agent: list(others) for agent, others in (hidden or {}).items() if others},
+        )
         return self.request(
             "render",
-            {"agents": list(agents), "files": payload, "quality": quality},
+            req.model_dump(exclude=set() if req.hidden else {"hidden"}),
             timeout_s=timeout_s,
         )
 

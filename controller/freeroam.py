@@ -1,4 +1,10 @@
-"""The free-roam step: every living agent decides at once, then the world plays.
+"""The free-roam step: every agent in play decides at once, then the world plays.
+
+The agents in play are the living and, with `rules.ghost_tasks`, the ghosts: crewmates
+killed or ejected who go on doing their tasks. A ghost may only walk, look, wait and
+use its stations (any other action is refused before dispatch, as a rules error); the
+living never see it (`Session.sight`, their frames: `Session.sync_ghosts`), and a
+killed crewmate stays where it fell instead of going to the sealed ghost area.
 
 Rule actions are judged as they happen (`controller.intents.RuleArbiter`): a kill
 cancels its victim's program, a called meeting or the end of the game freezes the
@@ -11,14 +17,28 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
-from controller.deciding import accept, decide
-from controller.events import Disconnect, ProgramRun, Reconnect, StepStart, Trace
+from controller.deciding import Answer, accept, decide, log_decision
+from controller.engine import Engine
+from controller.events import Continuation, Disconnect, ProgramRun, Reconnect, StepStart, Trace
 from controller.intents import RuleArbiter, late_events
-from controller.programs import StrikeGuard, compile_program, strike_guards
+from controller.programs import (
+    GoTo,
+    Look,
+    Program,
+    ProgramError,
+    StrikeGuard,
+    UseStation,
+    Wait,
+    compile_program,
+    parse_program,
+    strike_guards,
+)
 from controller.protocol import LowProgram, PlayerPose, PoseSample, StepReport, Teleport
 from controller.session import GameInvalid, Session
 from controller.worlds.base import WorldFault
+from world.geometry import ShipGeometry
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +49,18 @@ def free_roam_step(s: Session) -> None:
     e = s.engine
     e.begin_step()
     s.emit(StepStart(phase="free_roam", **s.base()))
-    living = e.agents
-    answers = decide(s, living)
+    s.sync_ghosts()  # an ejection since the last step made a ghost
+    actors = e.actors
+    answers = decide(s, actors)
     t_decided = time.perf_counter()
+    ghosts = set(e.ghosts)
     programs: dict[str, LowProgram] = {}
     guards: dict[str, dict[str, StrikeGuard]] = {}
-    for agent in living:
-        program, _ = accept(s, agent, answers[agent])
+    for agent in actors:
+        if agent in ghosts:
+            program = accept_ghost(s, agent, answers[agent])
+        else:
+            program, _ = accept(s, agent, answers[agent])
         if program is not None:
             run = e.task_in_progress(agent)
             carried = (run.station, run.start_tick) if run is not None else None
@@ -47,6 +72,75 @@ def free_roam_step(s: Session) -> None:
     world_ms = (time.perf_counter() - t_world) * 1000
     finish_batch(s, report, arbiter)
     s.end_step("free_roam", t0, t_decided, world_ms)
+
+
+GHOST_ACTIONS = (GoTo, Look, Wait, UseStation)
+"""What a ghost may ask for: walking, looking, waiting and its stations."""
+
+
+def validate_ghost_program(
+    program: Program, agent: str, engine: Engine, geometry: ShipGeometry
+) -> None:
+    """Check a ghost's program before dispatch, as `validate_program` checks a living
+    player's: only `GHOST_ACTIONS`, only in free roam, only rooms and stations that exist.
+
+    Raises:
+        ProgramError: the first reason the program may not run.
+    """
+    if agent not in engine.ghosts:
+        raise ProgramError(f"{agent} is not a ghost")
+    if engine.phase != "free_roam":
+        raise ProgramError(f"a ghost acts only in free roam, not during {engine.phase}")
+    for i, action in enumerate(program.actions):
+        where = f"action {i} ({action.op})"
+        if not isinstance(action, GHOST_ACTIONS):
+            raise ProgramError(
+                f"{where}: {agent} is a ghost and may only walk, look, wait and do its tasks"
+            )
+        room = action.room if isinstance(action, GoTo) else None
+        if room is not None and room not in geometry.rooms:
+            raise ProgramError(f"{where}: unknown room {room!r}")
+        station = action.station if isinstance(action, GoTo | UseStation) else None
+        if station is not None and station not in engine.stations:
+            raise ProgramError(f"{where}: unknown station {station}")
+
+
+def accept_ghost(s: Session, agent: str, answer: Answer) -> Program | None:
+    """`controller.deciding.accept` for a ghost: parse and check its program
+    (`validate_ghost_program`), log its decision or continuation either way.
+
+    A refused program is a `rules` error in the log and the ghost stands still; it is
+    never turned into another move.
+    """
+    d = answer.decision
+    program: Program | None = None
+    continued = d is not None and d.continued and not answer.error
+    if d is not None and not answer.error:
+        try:
+            program = parse_program(d.program)
+            validate_ghost_program(program, agent, s.engine, s.geometry)
+        except ProgramError as exc:
+            answer = replace(answer, error=str(exc), error_kind="rules")
+            program = None
+    if continued:
+        assert d is not None
+        s.emit(
+            Continuation(
+                agent=agent,
+                module=d.module,
+                program=d.program,
+                decision_step=d.continued_from,
+                running=d.reasoning,
+                valid=not answer.error,
+                error=answer.error,
+                error_kind=answer.error_kind,
+                spec=d.spec,
+                **s.base(),
+            )
+        )
+    else:
+        log_decision(s, agent, "free_roam", answer)
+    return program
 
 
 def run_batch(
@@ -129,28 +223,37 @@ def finish_batch(s: Session, report: StepReport, arbiter: RuleArbiter) -> None:
         }
         if held:
             s.emit(e.check_presence(held, sample.tick))
-    s.emit(e.check_presence({a: p.pos for a, p in final.items() if e.players[a].alive}, e.tick))
+    acting = set(e.actors)
+    s.emit(e.check_presence({a: p.pos for a, p in final.items() if a in acting}, e.tick))
     s.record_positions(final, "step_end")
     # the programs ran in free roam even when a meeting froze them: what everyone saw
-    # at that moment is a free-roam sighting
-    s.observer.perceive(s.record_visibility("step_end"), free_roam=True)
+    # at that moment is a free-roam sighting (the ghosts' own sight is never logged)
+    seen = s.record_visibility("step_end")
+    s.observer.perceive(seen.joined(s.ghost_sight()), free_roam=True)
     s.sync_markers()
-    if arbiter.kills:
-        ghosts = {v: Teleport(pos=s.geometry.ghost_pos(s.seat_index[v])) for v in arbiter.kills}
+    # The killed leave play for the sealed ghost area, unless they play on as ghosts:
+    # then they stay where they fell and walk on from there. Their body's marker lies
+    # at their feet; a carpet, which no bot gets stuck in (both worlds walk over it).
+    leaving = [v for v in arbiter.kills if v not in acting]
+    if leaving:
+        ghosts = {v: Teleport(pos=s.geometry.ghost_pos(s.seat_index[v])) for v in leaving}
         s.world.teleport(ghosts)
+    s.sync_ghosts()  # this batch's victims are hidden from the living's next frames
 
 
 def write_trace(s: Session, report: StepReport) -> None:
-    """The batch's pose samples as one compact `trace` event (living players only)."""
+    """The batch's pose samples as one compact `trace` event: the players in play (the
+    living and the ghosts, where the ghosts really walk) and this batch's victims."""
     if not report.samples:
         return
     e = s.engine
     ticks = [sample.tick for sample in report.samples]
+    acting = set(e.actors)
     agents = [
         a
         for a in e.possible_agents
         if all(a in sample.players for sample in report.samples)
-        and (e.players[a].alive or a in e.bodies and e.bodies[a].step == e.step)
+        and (a in acting or a in e.bodies and e.bodies[a].step == e.step)
     ]
     players = {
         a: [
@@ -176,7 +279,7 @@ def handle_disconnects(s: Session, report: StepReport) -> None:
     for agent, reason in sorted(dropped.items()):
         s.emit(Disconnect(agent=agent, reason=reason, **s.base()))
         last = s.engine.players[agent].pos
-        if not s.engine.players[agent].alive:
+        if agent not in s.engine.actors:
             last = s.geometry.ghost_pos(s.seat_index[agent])
         error = ""
         for _attempt in range(s.config.reconnect_attempts):

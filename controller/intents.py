@@ -65,12 +65,17 @@ class RuleArbiter:
         s = self.session
         e = s.engine
         tick = event.tick
-        living_poses = {a: p for a, p in poses.items() if a in e.players and e.players[a].alive}
-        for a, pose in living_poses.items():
+        # The players in play: the living, and the ghosts doing their tasks
+        # (`rules.ghost_tasks`), whose tasks need standing as much. Only the living
+        # are seen, witness or are struck.
+        acting = set(e.actors)
+        acting_poses = {a: p for a, p in poses.items() if a in acting}
+        living_poses = {a: p for a, p in acting_poses.items() if e.players[a].alive}
+        for a, pose in acting_poses.items():
             e.set_pose(a, pose.pos, pose.yaw)
-        if agent in e.players and e.players[agent].alive:
+        if agent in acting:
             e.set_pose(agent, event.pos, e.players[agent].yaw)
-        where = {a: p.pos for a, p in living_poses.items()}
+        where = {a: p.pos for a, p in acting_poses.items()}
         if agent in where:
             where[agent] = event.pos
         events: list[EventBase] = e.check_presence(where, tick)

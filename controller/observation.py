@@ -1,7 +1,8 @@
 """What an agent gets each step: only what its player could know.
 
-An `Observation` is built for every living agent at the end of every step (after
-programs finish, before decisions). It carries the first-person frame (when
+An `Observation` is built for every agent asked to decide at the end of every step
+(after programs finish, before decisions): the living, and in free roam the ghosts
+(`rules.ghost_tasks`). It carries the first-person frame (when
 frames are on), the scoreboard, the chat since the agent's last observation with
 every line typed by origin, its own pose and room, and what it can see now and
 has seen before. The state views in `controller.views` choose what of it a model
@@ -152,7 +153,8 @@ class OwnAction(BaseModel):
 
 
 class Observation(BaseModel):
-    """One living agent's view at the end of a step, before it decides.
+    """One agent's view at the end of a step, before it decides: a living player's, or,
+    with `rules.ghost_tasks`, a ghost's (`ghost`).
 
     Perception comes in two strengths (see `controller.perception`): `visible_*`
     is what is inside the camera's field of view now; `nearby_*` is everything in
@@ -166,6 +168,10 @@ class Observation(BaseModel):
 
     agent: str
     role: Role
+    ghost: bool = False
+    """This player is out of play (killed or ejected) but still does its tasks
+    (`rules.ghost_tasks`): it may walk, look, wait and use its stations, nothing else;
+    the living neither see nor hear it, and it sees them and the other ghosts."""
     step: int
     tick: int
     phase: Literal["free_roam", "meeting", "voting"]

@@ -70,6 +70,9 @@ class Observer:
         self.chat: list[ChatEntry] = []
         self.meeting_chat_start = 0
         self.memory = {a: _Memory() for a in engine.possible_agents}
+        self.departed: dict[str, Vec3] = {}
+        """Player out of play -> where it left play (its body, or where it was ejected
+        from): all the living are ever told of a ghost's whereabouts."""
 
     # ------------------------------------------------------------------ feeding
     def add_chat(self, kind: str, text: str, speaker: str | None = None) -> ChatEntry:
@@ -88,6 +91,16 @@ class Observer:
     def meeting_started(self) -> None:
         """The current meeting's chat starts with the next line."""
         self.meeting_chat_start = len(self.chat)
+
+    def note_departures(self) -> None:
+        """Remember where each player newly out of play left it: where its body lies,
+        or, ejected, the engine's position at the ejection (its seat). Call it before
+        a ghost's walk moves the engine's position (`Session.record_positions` does)."""
+        e = self.engine
+        for agent, p in e.players.items():
+            if not p.alive and agent not in self.departed:
+                body = e.bodies.get(agent)
+                self.departed[agent] = body.pos if body is not None else p.pos
 
     def perceive(self, sight: Sight, free_roam: bool) -> None:
         """What everyone perceives now; free-roam field-of-view sightings are remembered.
@@ -174,14 +187,15 @@ class Observer:
         dead_rooms = {v: s.room for v, s in mem.bodies_seen.items()}
         if meeting is not None and meeting.victim and meeting.body_room:
             dead_rooms[meeting.victim] = meeting.body_room
+        ghost = agent in e.ghosts
         roster = {
-            o: Sighting(step=e.step, tick=e.tick, pos=q.pos, room=self.geometry.room_at(q.pos))
-            for o, q in e.players.items()
-            if o != agent
+            o: Sighting(step=e.step, tick=e.tick, pos=pos, room=self.geometry.room_at(pos))
+            for o, pos in self._roster(agent, ghost).items()
         }
         return Observation(
             agent=agent,
             role=p.role,
+            ghost=ghost,
             step=e.step,
             tick=e.tick,
             phase=phase,
@@ -195,9 +209,9 @@ class Observer:
             emergency_ready=e.emergency_ready(agent),
             known_dead=list(e.known_dead),
             players=list(e.possible_agents),
-            visible_players=self._positions(mem.sees),
+            visible_players=self._positions(mem.sees, ghost),
             visible_bodies=self._bodies(mem.bodies),
-            nearby_players=self._positions(mem.near),
+            nearby_players=self._positions(mem.near, ghost),
             nearby_bodies=self._bodies(mem.bodies_near),
             chat=chat,
             meeting_chat=self.chat[self.meeting_chat_start :] if meeting else [],
@@ -216,8 +230,28 @@ class Observer:
             frame_path=frame.path if frame else None,
         )
 
-    def _positions(self, agents: list[str]) -> dict[str, Vec3]:
-        return {o: self.engine.players[o].pos for o in agents if self.engine.players[o].alive}
+    def _roster(self, agent: str, ghost: bool) -> dict[str, Vec3]:
+        """Every other player's position as the server knows it, as `agent` may know it:
+        to the living a ghost stays where it left play (as it would in the ghost area);
+        a ghost knows everyone as they are."""
+        e = self.engine
+        ghosts = set() if ghost else set(e.ghosts)
+        return {
+            o: self.departed.get(o, q.pos) if o in ghosts else q.pos
+            for o, q in e.players.items()
+            if o != agent
+        }
+
+    def _positions(self, agents: list[str], ghost: bool) -> dict[str, Vec3]:
+        """Where the listed players are: the living, and for a ghost the other ghosts.
+
+        The lists may be older than a player's leaving play (they are the last
+        perception, e.g. at the meeting table before an ejection): who is out of play
+        now is dropped, unless a ghost is told of another.
+        """
+        e = self.engine
+        shown = set(e.actors if ghost else e.agents)
+        return {o: e.players[o].pos for o in agents if o in shown}
 
     def _bodies(self, victims: list[str]) -> dict[str, Vec3]:
         bodies = self.engine.bodies

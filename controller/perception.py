@@ -81,6 +81,16 @@ class Sight(BaseModel):
     bodies_near: dict[str, list[str]] = {}
     """Viewer -> victims whose bodies are within range all around."""
 
+    def joined(self, other: Sight) -> Sight:
+        """This sight and `other`'s, for viewers of both (`other`'s lists win for a viewer
+        in both); e.g. the living's logged sight and the ghosts' own."""
+        return Sight(
+            sees={**self.sees, **other.sees},
+            near={**self.near, **other.near},
+            bodies={**self.bodies, **other.bodies},
+            bodies_near={**self.bodies_near, **other.bodies_near},
+        )
+
 
 class Perception:
     """Answers who sees whom on one ship.

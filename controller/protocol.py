@@ -200,3 +200,26 @@ class Teleport(_Shape):
 
     pos: Vec3
     yaw: float = 0.0
+
+
+class FrameFiles(_Shape):
+    """Where one bot's frame is written (absolute paths; a kind left None is not)."""
+
+    raw: str | None = None
+    """RGB24, height x width x 3 bytes, top row first."""
+    jpg: str | None = None
+    png: str | None = None
+
+
+class RenderRequest(_Shape):
+    """The `render` request: one first-person frame per listed bot."""
+
+    agents: list[str]
+    files: dict[str, FrameFiles] = Field(default_factory=dict)
+    """Per bot, where its frame goes."""
+    quality: int = 85
+    """JPEG quality 1..100 (checked by Node, which answers `bad_request`)."""
+    hidden: dict[str, list[str]] = Field(default_factory=dict)
+    """Per bot, the other bots (agent ids) its frame must not show: the ghosts in a
+    living player's frame (`rules.ghost_tasks`). A bot left out hides nobody; the
+    field is left out of the request when no frame hides anyone."""

@@ -74,6 +74,8 @@ class Session:
     timings: list[StepTiming] = field(default_factory=list)
     markers: dict[str, BlockPlacement] = field(default_factory=dict)
     """Victim -> the marker block the world shows for its body."""
+    hidden: frozenset[str] = frozenset()
+    """The ghosts the world hides from the living's frames (`World.hide_players`)."""
     started: float = field(default_factory=time.monotonic)
     on_step_end: Callable[[], None] = lambda: None
     """Called by every step kind when its step is over (the game's probe hook)."""
@@ -119,17 +121,23 @@ class Session:
 
     # ------------------------------------------------------------------ positions
     def record_positions(self, poses: Mapping[str, PlayerPose], cause: SnapshotCause) -> None:
-        """Take living players' poses into the engine and log everyone's snapshot.
+        """Take the poses of the players in play into the engine and log everyone's
+        snapshot.
 
         A player out of play keeps the engine's position (where its body lies, or
-        where it was ejected from): the ghost area is no place it could be seen.
+        where it was ejected from): the ghost area is no place it could be seen. A
+        ghost (`rules.ghost_tasks`) is in play for itself: its real position is taken
+        and logged (its status stays `dead` or `ejected`), so the log shows where it
+        did its tasks; what the living are told of it is the observer's business.
         """
         e = self.engine
+        self.observer.note_departures()
+        acting = set(e.actors)
         players: dict[str, PlayerSnapshot] = {}
         for agent in e.possible_agents:
             p = e.players[agent]
             pose = poses.get(agent)
-            if pose is not None and p.alive:
+            if pose is not None and agent in acting:
                 e.set_pose(agent, pose.pos, pose.yaw)
             players[agent] = PlayerSnapshot(
                 pos=p.pos, yaw=p.yaw, room=self.geometry.room_at(p.pos), status=p.status
@@ -142,7 +150,11 @@ class Session:
         bodies: Mapping[str, Vec3] | None = None,
     ) -> Sight:
         """Who each living player perceives, from `poses` (default: the engine's), and
-        which of `bodies` (default: the bodies lying now)."""
+        which of `bodies` (default: the bodies lying now).
+
+        Only the living are viewers and targets: a ghost (`rules.ghost_tasks`) is never
+        seen by the living, and what it sees itself is `ghost_sight`, never logged.
+        """
         e = self.engine
         living = e.agents
         if poses is None:
@@ -151,6 +163,21 @@ class Session:
         targets = {a: viewers[a][0] for a in viewers}
         lying = e.body_markers() if bodies is None else bodies
         return self.perception.snapshot(viewers, targets, lying)
+
+    def ghost_sight(self) -> Sight:
+        """What each ghost perceives now (the living, the other ghosts, the bodies), from
+        the engine's poses; empty without ghosts.
+
+        Kept out of the `visibility` events: those record what the living perceive, and
+        every reader of the log takes a viewer there for a witness.
+        """
+        e = self.engine
+        ghosts = e.ghosts
+        if not ghosts:
+            return Sight(sees={}, near={})
+        viewers = {a: (e.players[a].pos, e.players[a].yaw) for a in ghosts}
+        targets = {a: e.players[a].pos for a in e.actors}
+        return self.perception.snapshot(viewers, targets, e.body_markers())
 
     def record_visibility(
         self,
@@ -175,6 +202,15 @@ class Session:
             )
         )
         return sight
+
+    # ------------------------------------------------------------------ ghosts
+    def sync_ghosts(self) -> None:
+        """Make the players the world hides from the living's frames exactly the
+        engine's ghosts (a call to the world only when they change)."""
+        ghosts = frozenset(self.engine.ghosts)
+        if ghosts != self.hidden:
+            self.world.hide_players(ghosts)
+            self.hidden = ghosts
 
     # ------------------------------------------------------------------ bodies
     def sync_markers(self) -> None:

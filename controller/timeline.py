@@ -6,6 +6,12 @@ where they were when the step's programs ended (`positions` with cause
 called, not the meeting table. `pose_track` gives each player's dense free-roam
 path from the `trace` events (falling back on the `positions` snapshots for a log
 that has no trace).
+
+Both say where players really were, ghosts included (`rules.ghost_tasks`: crewmates
+out of play who walk on to do their tasks, unseen by the living): a ghost's snapshot
+carries its status (`dead`, `ejected`) and its track points are marked `ghost`, so
+nothing built on them takes a ghost for company or a witness. Who saw whom is in the
+`visibility` events, where ghosts never appear.
 """
 
 from __future__ import annotations
@@ -80,6 +86,8 @@ class TrackPoint:
     step: int
     pos: Vec3
     yaw: float
+    ghost: bool = False
+    """A ghost's pose: out of play since an earlier step, walking unseen by the living."""
 
 
 def pose_track(events: list[Event] | str | Path) -> dict[str, list[TrackPoint]]:
@@ -91,12 +99,18 @@ def pose_track(events: list[Event] | str | Path) -> dict[str, list[TrackPoint]]:
     evs = events_of(events)
     traced = {ev.step for ev in evs if isinstance(ev, Trace)}
     out: dict[str, list[TrackPoint]] = {}
+    left: dict[str, int] = {}  # player -> the step it left play in
     for ev in evs:
-        if isinstance(ev, Trace):
+        if isinstance(ev, Kill):
+            left.setdefault(ev.victim, ev.step)
+        elif isinstance(ev, Eject):
+            left.setdefault(ev.agent, ev.step)
+        elif isinstance(ev, Trace):
             for agent, samples in ev.players.items():
                 track = out.setdefault(agent, [])
+                ghost = agent in left and ev.step > left[agent]
                 for tick, (x, y, z, yaw) in zip(ev.ticks, samples, strict=False):
-                    track.append(TrackPoint(tick, ev.step, (x, y, z), yaw))
+                    track.append(TrackPoint(tick, ev.step, (x, y, z), yaw, ghost))
         elif isinstance(ev, Positions) and ev.cause == "step_end" and ev.step not in traced:
             for agent, snap in ev.players.items():
                 if snap.status == "alive":

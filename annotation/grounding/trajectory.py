@@ -14,6 +14,11 @@ a meeting's teleport (`cause` `meeting_seats`, or in a log that predates the cau
 any snapshot that follows `meeting_start` in the same step) is kept apart: everyone sits
 in the cafeteria then, which says nothing about free roam.
 
+With `rules.ghost_tasks` a crewmate out of play walks on as a ghost, unseen by the
+living: its `trace` samples and program marks from the steps after the one it left play
+in are kept apart (`Trajectory.ghost_samples`), never among the samples that say where
+a player was; its task attempts stay among the attempts.
+
 Every sample, sighting and rule event keeps the step it was logged in (a round's first
 positions and sight, written at set-up or at the end of a vote, belong to the round's
 first free-roam step), and a round is the run of free-roam steps a meeting closes.
@@ -138,7 +143,9 @@ class PlayerStep:
     step: int
     phase: str
     room: str
-    """Room at the step's end (`hallway` in a corridor, `ghost_area` once dead)."""
+    """Room at the step's end (`hallway` in a corridor); once out of play, the room of
+    its first snapshot out of play (where its body lies, or its seat when ejected),
+    even while it walks on as a ghost."""
     pos: Vec3
     alive: bool
     """Alive at the step's end."""
@@ -241,6 +248,9 @@ class Trajectory:
     steps: dict[int, StepInfo] = field(default_factory=dict)
     players: dict[str, dict[int, PlayerStep]] = field(default_factory=dict)
     samples: dict[str, list[Sample]] = field(default_factory=dict)
+    ghost_samples: dict[str, list[Sample]] = field(default_factory=dict)
+    """A ghost's samples (`rules.ghost_tasks`) from the steps after the one it left play
+    in: where it really walked, which no living player could see."""
     sightings: list[Sighting] = field(default_factory=list)
     seat_sightings: list[Sighting] = field(default_factory=list)
     """Visibility at set-up and after meeting teleports (not free roam)."""
@@ -519,6 +529,15 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
         return given or UNKNOWN_ROOM
 
     samples: dict[str, list[Sample]] = {a: [] for a in start.agents}
+    left: dict[str, int] = {}  # player -> the step it left play in (killed or ejected)
+    gone_at: dict[str, tuple[Vec3, str]] = {}  # player -> its first snapshot out of play
+
+    def sample_list(agent: str, step: int) -> list[Sample]:
+        """Where a sample of `agent` logged in `step` goes: a ghost's apart."""
+        if agent in left and step > left[agent]:
+            return traj.ghost_samples.setdefault(agent, [])
+        return samples.setdefault(agent, [])
+
     phase_of: dict[int, str] = {0: "setup"}
     step_start_tick: dict[int, int] = {0: 0}
     step_end_tick: dict[int, int] = {0: 0}
@@ -567,11 +586,10 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             traj.has_trace = True
             traj.sample_interval = ev.interval
             for agent, poses in ev.players.items():
+                into = sample_list(agent, step)
                 for t, pose in zip(ev.ticks, poses, strict=False):
                     pos = (pose[0], pose[1], pose[2])
-                    samples.setdefault(agent, []).append(
-                        Sample(t, step, pos, pose[3], room_of(pos), "trace")
-                    )
+                    into.append(Sample(t, step, pos, pose[3], room_of(pos), "trace"))
         elif isinstance(ev, Positions):
             seats = ev.cause == "meeting_seats" or (
                 step in meeting_started_in and step in end_snapshot
@@ -588,7 +606,12 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             for agent, snap in ev.players.items():
                 alive = snap.status == "alive"
                 room = room_of(snap.pos, snap.room)
-                end_snapshot[step][agent] = (snap.pos, room, alive)
+                pos = snap.pos
+                if not alive:
+                    # out of play it stays where it left play, as the living know it,
+                    # even when it walks on as a ghost (`rules.ghost_tasks`)
+                    pos, room = gone_at.setdefault(agent, (pos, room))
+                end_snapshot[step][agent] = (pos, room, alive)
                 if alive:
                     samples.setdefault(agent, []).append(
                         Sample(ev.tick, at, snap.pos, snap.yaw, room, "positions")
@@ -636,7 +659,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
                 raw_pos = pe.get("pos")
                 if isinstance(raw_pos, list | tuple) and len(raw_pos) == 3:
                     pos = (float(raw_pos[0]), float(raw_pos[1]), float(raw_pos[2]))
-                    samples.setdefault(ev.agent, []).append(
+                    sample_list(ev.agent, step).append(
                         Sample(tick, step, pos, None, room_of(pos), "mark")
                     )
                 parsed = _tag_station(str(pe.get("tag", "")))
@@ -658,6 +681,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             traj.kills.append(KillRecord(step, ev.tick, ev.killer, ev.victim, ev.room, ev.pos))
             traj.deaths[ev.victim] = ev.tick
             status[ev.victim] = False
+            left.setdefault(ev.victim, step)
             samples.setdefault(ev.victim, []).append(
                 Sample(ev.tick, step, ev.pos, None, room_of(ev.pos, ev.room), "kill")
             )
@@ -725,6 +749,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
         elif isinstance(ev, Eject):
             traj.ejections[ev.agent] = (step, ev.tick)
             status[ev.agent] = False
+            left.setdefault(ev.agent, step)
         elif isinstance(ev, Decision):
             if ev.error_kind:
                 traj.decisions_failed[ev.error_kind] = (
@@ -740,6 +765,8 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
     for agent, lst in samples.items():
         lst.sort(key=lambda s: (s.tick, s.source != "positions"))
         traj.samples[agent] = lst
+    for lst in traj.ghost_samples.values():
+        lst.sort(key=lambda s: s.tick)
 
     steps = sorted(set(phase_of) | set(step_end_tick))
     for n in steps:

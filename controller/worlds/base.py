@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -108,7 +108,17 @@ class World(Protocol):
     def render(
         self, agents: list[str], save_dir: Path | None, fmt: FrameFormat
     ) -> dict[str, Frame]:
-        """First-person frames of the listed players, each saved as `save_dir/<agent>.<fmt>`."""
+        """First-person frames of the listed players, each saved as `save_dir/<agent>.<fmt>`.
+
+        A frame of a player not hidden (`hide_players`) shows no hidden player; a
+        hidden player's frame shows everyone.
+        """
+        ...
+
+    def hide_players(self, agents: Collection[str]) -> None:
+        """From now on these players (ghosts, `rules.ghost_tasks`) are in no other
+        player's frame but each other's: the living cannot see them. Replaces the
+        previous set; empty shows everyone again."""
         ...
 
     def state(self) -> tuple[int, dict[str, PlayerPose]]:

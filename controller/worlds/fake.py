@@ -12,6 +12,7 @@ disconnection, a failed reconnect) through `inject_disconnect`.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,6 +105,8 @@ class FakeWorld:
         self._arbiter: Arbiter | None = None
         self._runs: dict[str, _Run] = {}
         self._frozen = False
+        self.hidden: frozenset[str] = frozenset()
+        """Players drawn only in each other's pictures (`hide_players`)."""
 
     # ------------------------------------------------------------------ world API
     def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
@@ -245,12 +248,14 @@ class FakeWorld:
     def render(
         self, agents: list[str], save_dir: Path | None, fmt: FrameFormat
     ) -> dict[str, Frame]:
-        """Synthetic first-person pictures (see `controller.worlds.sketch`)."""
+        """Synthetic first-person pictures (see `controller.worlds.sketch`); a hidden
+        player is drawn only in a hidden player's picture."""
         out: dict[str, Frame] = {}
         markers = {b: pos for pos, b in self._markers().items()}
         for agent in agents:
             body = self.players[agent]
-            others = {a: b.pos for a, b in self.players.items() if a != agent}
+            unseen = frozenset() if agent in self.hidden else self.hidden
+            others = {a: b.pos for a, b in self.players.items() if a != agent and a not in unseen}
             rgb = sketch(self.geometry, body.pos, body.yaw, others, markers)
             jpeg = encode(rgb, "jpg")
             path = None
@@ -259,6 +264,10 @@ class FakeWorld:
                 path = save(data, save_dir / f"{agent}.{fmt}")
             out[agent] = Frame(rgb=rgb, jpeg=jpeg, path=path)
         return out
+
+    def hide_players(self, agents: Collection[str]) -> None:
+        """Draw these players only in each other's pictures from now on."""
+        self.hidden = frozenset(agents)
 
     def _markers(self) -> dict[Vec3, str]:
         """Body markers (carpets) by position, named by colour."""

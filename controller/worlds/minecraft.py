@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,8 @@ class MinecraftWorld:
         self.bridge: NodeBridge | None = None
         self.address: tuple[str, int] | None = None
         self._versions: dict[str, str] = {}
+        self.hidden: frozenset[str] = frozenset()
+        """Bots drawn only in each other's frames (`hide_players`)."""
 
     def _b(self) -> NodeBridge:
         if self.bridge is None:
@@ -207,8 +210,11 @@ class MinecraftWorld:
                 "jpg": str(jpg),
                 "png": str(png) if png else None,
             }
+        hidden = {
+            agent: sorted(self.hidden - {agent}) for agent in agents if agent not in self.hidden
+        }
         try:
-            result = self._b().render(agents, files, quality=self.jpeg_quality)
+            result = self._b().render(agents, files, quality=self.jpeg_quality, hidden=hidden)
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc
         if result.get("errors"):
@@ -227,6 +233,11 @@ class MinecraftWorld:
                 path=str(saved) if save_dir is not None else None,
             )
         return out
+
+    def hide_players(self, agents: Collection[str]) -> None:
+        """From now on the renderer leaves these bots out of every other bot's frame
+        but theirs (each `render` request names them per frame)."""
+        self.hidden = frozenset(agents)
 
     def state(self) -> tuple[int, dict[str, PlayerPose]]:
         """Tick and poses."""

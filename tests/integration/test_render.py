@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from controller.bridge import BotSpec, NodeBridge, free_port
-from controller.protocol import BlockPlacement, LowProgram, Teleport, TurnStep
+from controller.bridge import BotSpec, BridgeError, NodeBridge, free_port
+from controller.protocol import BlockPlacement, GotoStep, LowProgram, Teleport, TurnStep
 from controller.xvfb import Xvfb
 
 pytestmark = pytest.mark.integration
@@ -257,6 +257,58 @@ def test_red_carpet_shows_red(scene: Scene) -> None:
     assert red_pixels(before) < 50
     assert red_pixels(with_carpet) > 1000
     assert red_pixels(removed) < 50
+
+
+def test_a_hidden_player_is_left_out_of_the_frame(scene: Scene) -> None:
+    """A ghost (`render`'s `hidden`) stands 3 blocks in front of a living player: its
+    frame shows the empty room; the ghost's own frame, and an unhidden one, show all."""
+    bridge = scene.bridge
+    empty = scene.frame(name="hidden-empty")
+    bridge.teleport({"blue": Teleport(pos=BLUE_FRONT, yaw=0.0)})
+    scene.wait_seen("blue", "red", BLUE_FRONT)
+    raw = {a: scene.tmp / f"{a}-hidden.rgb" for a in ("red", "blue")}
+    result = bridge.render(
+        ["red", "blue"],
+        {a: {"raw": str(p)} for a, p in raw.items()},
+        hidden={"red": ["blue"]},
+    )
+    assert result["errors"] == {}, result
+    hidden = np.frombuffer(raw["red"].read_bytes(), dtype=np.uint8).reshape(H, W, 3)
+    ghost_view = np.frombuffer(raw["blue"].read_bytes(), dtype=np.uint8).reshape(H, W, 3)
+    shown = scene.frame(name="hidden-shown")  # the next frame that does not hide it
+    bridge.teleport({"blue": Teleport(pos=scene.starts["blue"], yaw=0.0)})
+    scene.wait_seen("blue", "red", scene.starts["blue"])
+    left_out = changed_fraction(centre(empty), centre(hidden))
+    drawn = changed_fraction(centre(empty), centre(shown))
+    log.info("centre changed: hidden %.4f, shown %.4f", left_out, drawn)
+    assert left_out < 0.005
+    assert drawn > 0.05
+    assert reddish(centre(ghost_view)) > 1000  # the ghost sees Red, facing it
+    with pytest.raises(BridgeError) as info:
+        bridge.render(["red"], {}, hidden={"red": ["nobody"]})
+    assert info.value.type == "bad_request"
+
+
+def test_a_bot_walks_off_a_carpet_at_its_feet(scene: Scene) -> None:
+    """A killed ghost stays where it fell, its body's carpet at its feet: the carpet
+    neither traps the bot nor stops the pathfinder from walking it off and back."""
+    bridge = scene.bridge
+    feet = (2.5, Y, -2.5)
+    away = (-2.5, Y, -2.5)
+    bridge.teleport({"blue": Teleport(pos=feet, yaw=0.0)})
+    carpet = BlockPlacement(x=2, y=65, z=-3, block="blue_carpet")
+    bridge.set_blocks([carpet])
+    time.sleep(0.3)
+    try:
+        off = bridge.run_programs({"blue": LowProgram(steps=[GotoStep(pos=away, range=0.5)])}, 8000)
+        assert off.outcomes["blue"].status == "ok", off.outcomes["blue"]
+        back = bridge.run_programs(
+            {"blue": LowProgram(steps=[GotoStep(pos=feet, range=0.5)])}, 8000
+        )
+        assert back.outcomes["blue"].status == "ok", back.outcomes["blue"]
+    finally:
+        bridge.set_blocks([carpet.model_copy(update={"block": "air"})])
+        bridge.teleport({"blue": Teleport(pos=scene.starts["blue"], yaw=0.0)})
 
 
 def test_files_have_the_right_sizes_and_agree(scene: Scene) -> None:
