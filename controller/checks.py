@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import GameConfig
-from controller.events import Decision, Event, GameStart, Kill
+from controller.events import Decision, Eject, Event, GameStart, Kill
 from controller.logcheck import log_violations as log_violations
 from controller.record import read_log
 
@@ -141,6 +141,20 @@ def view_leaks(
     kills = {ev.victim: ev.pos for ev in events if isinstance(ev, Kill)}
     snapshots = [ev for ev in events if isinstance(ev, Positions)]
     traces = [ev for ev in events if isinstance(ev, Trace)]
+    # Where each player left play: its body, or its first snapshot out of play (an
+    # ejected player's seat). A crewmate ghost (`rules.ghost_tasks`) walks on in the
+    # log, but the living's views keep it where it left play.
+    left_play: dict[str, list[tuple[float, float, float]]] = {v: [pos] for v, pos in kills.items()}
+    for snap in snapshots:
+        for a, x in snap.players.items():
+            if x.status != "alive" and a not in left_play:
+                left_play[a] = [x.pos]
+    gone_at = {ev.victim: ev.tick for ev in events if isinstance(ev, Kill)}
+    gone_at.update({ev.agent: ev.tick for ev in events if isinstance(ev, Eject)})
+
+    def out_of_play(other: str, tick: int) -> bool:
+        """Whether `other` had left play before `tick` (killed or ejected)."""
+        return other in gone_at and tick > gone_at[other]
 
     def poses(tick: int) -> dict[str, tuple[tuple[float, float, float], float]]:
         """Everyone's (position, yaw) at a tick, as the log records it (the last snapshot
@@ -219,6 +233,12 @@ def view_leaks(
                 mode, geometry, ego_range=ego_range, privileged_radius=privileged_radius
             )
             for raw in seen:
+                if raw.ghost:
+                    # a ghost's own sight is never logged (log readers take every
+                    # viewer for a witness), so its views cannot be checked against
+                    # the log; a ghost never speaks or votes, so nothing it knows
+                    # reaches the living
+                    continue
                 view = knowledge.view(knowledge.update(raw))
                 where = f"{agent} ({mode}) step {raw.step}"
                 if sorted(view.teammates) != expected:
@@ -228,7 +248,9 @@ def view_leaks(
                         leaks.append(f"{where}: the ego view holds privileged fields")
                     for other in view.in_view:
                         checked += 1
-                        if not seen_at(raw.tick, agent, other):
+                        if out_of_play(other, raw.tick):
+                            leaks.append(f"{where}: names {other}, out of play, in view")
+                        elif not seen_at(raw.tick, agent, other):
                             leaks.append(f"{where}: names {other} outside the field of view")
                     for victim, v in view.bodies_in_view.items():
                         checked += 1
@@ -252,6 +274,12 @@ def view_leaks(
                         mine = then.get(agent)
                         if s.tick > raw.tick or truth is None:
                             leaks.append(f"{where}: no record of {other} at step {s.step}")
+                        elif out_of_play(other, s.tick):
+                            # only where it left play: a ghost's walk is never shown
+                            if not any(
+                                math.dist(q, s.pos) <= 1e-6 for q in left_play.get(other, [])
+                            ):
+                                leaks.append(f"{where}: shows {other} after it left play")
                         elif math.dist(truth[0], s.pos) > 1e-6 and not matches(
                             s.tick, other, s.pos
                         ):

@@ -146,9 +146,12 @@ def vote_step(s: Session, seat_everyone: bool = False) -> None:
     end = next(ev for ev in events if isinstance(ev, MeetingEnd))
     if ejected is not None:
         s.announce(ejection_line(s.name(ejected.agent), ejected.role, e.rules.confirm_ejects))
-        s.world.teleport(
-            {ejected.agent: Teleport(pos=s.geometry.ghost_pos(s.seat_index[ejected.agent]))}
-        )
+        if ejected.agent not in e.ghosts:
+            # out of play: to the sealed ghost area; a crewmate ghost (`rules.ghost_tasks`)
+            # stays at its seat and walks on from there, unseen by the living
+            s.world.teleport(
+                {ejected.agent: Teleport(pos=s.geometry.ghost_pos(s.seat_index[ejected.agent]))}
+            )
     elif end.outcome == "tie":
         s.announce("The vote was tied. No one was ejected.")
     else:

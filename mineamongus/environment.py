@@ -10,7 +10,8 @@ every decision, failure and program is logged exactly as for the built-in agents
 and a seat's program is validated by the same code.
 
 `agents` are the seats still deciding: a killed or ejected seat is terminated at
-that step and leaves; everyone is terminated at the game's end, or truncated when
+that step and leaves (a crewmate ghost under `rules.ghost_tasks` stays and goes on with
+its tasks in free roam); everyone is terminated at the game's end, or truncated when
 the step budget (`max_steps`, the rules' `timeout`) ends it or the game turns
 invalid. Rewards come from a reward function (`side_reward` by default: +1 to the
 winning side's seats still playing at the end, -1 to the losing side's, 0 on every
@@ -391,9 +392,11 @@ class MineAmongUsEnv(ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
         over = result is not None
         engine = live.game.engine
         alive = {a: engine.players[a].alive for a in before}
+        # a crewmate ghost (`rules.ghost_tasks`) still plays: it is not terminated at its death
+        playing = {a: a in engine.actors for a in before}
         cut = result is not None and (result.status != "ok" or result.ending == "timeout")
-        terminations = {a: (not alive[a]) or (over and not cut) for a in before}
-        truncations = {a: alive[a] and over and cut for a in before}
+        terminations = {a: (not playing[a]) or (over and not cut) for a in before}
+        truncations = {a: playing[a] and over and cut for a in before}
         winner = result.winner if result is not None and result.status == "ok" else None
         rewards = {
             a: float(
@@ -498,8 +501,10 @@ class MineAmongUsEnv(ParallelEnv):  # type: ignore[misc]  # pettingzoo ships no 
             live.values[agent] = self.codec.encode(known, text)
 
     def _living(self, live: _Live) -> list[str]:
-        players = live.game.engine.players
-        return [a for a in self.possible_agents if a in live.external and players[a].alive]
+        # the seats still deciding: the living, and the crewmate ghosts that go on with
+        # their tasks under `rules.ghost_tasks` (`Engine.actors`)
+        actors = set(live.game.engine.actors)
+        return [a for a in self.possible_agents if a in live.external and a in actors]
 
     def _value(self, live: _Live, agent: str) -> dict[str, Any]:
         if agent in live.values:

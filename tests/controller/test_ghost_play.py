@@ -364,3 +364,10 @@ def test_an_ejected_crewmate_is_a_ghost_the_living_know_only_at_its_seat(
                 assert s.obs.rgb is not None and np.array_equal(s.obs.rgb, s.without_hidden)
             told += 1
     assert told > 0
+    # the ejected ghost walks on from its seat, never from the sealed ghost area
+    later = [
+        e.players[ghost].pos for e in events if isinstance(e, Positions) and e.tick > eject.tick
+    ]
+    assert later
+    assert all(GEOMETRY.room_at(pos) != GHOST_AREA for pos in later)
+    assert any(math.dist(pos, seat) > 1.0 for pos in later), "the ghost never left its seat"

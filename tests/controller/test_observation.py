@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from controller.agents.recording import RecordingAgent
 from controller.agents.scripted import ScriptedAgent
 from controller.checks import view_leaks
 from controller.config import GameConfig, resolve_config
-from controller.events import Decision, Positions, ServerMessage, Speech, read_events
+from controller.events import Decision, Kill, Positions, ServerMessage, Speech, read_events
 from controller.game import Game
 from controller.observation import FRAME_SHAPE, Observation, Sighting
 from controller.perception import in_cone
@@ -229,3 +230,58 @@ def test_leak_check_reads_what_an_ego_agent_was_sent(tmp_path: Path) -> None:
     assert leaks == [
         f"{agent} (ego, sent) step {obs.step}: names {other} outside the field of view"
     ]
+
+
+def _paper_ghost_game(tmp_path: Path) -> tuple[dict[str, Recorder], list[Any], str]:
+    """A fake-world game under the paper rules (`rules.ghost_tasks`) in which a
+    crewmate ghost walked after its death: (agents, events, the ghost)."""
+    for seed in range(1, 30):
+        cfg = resolve_config(
+            "paper",
+            overrides={"seed": seed, "rules": {"initial_kill_cooldown_ticks": 200}},
+        )
+        out = tmp_path / f"paper-{seed}"
+        agents = play(cfg, out)
+        events = read_events(out / "events.jsonl")
+        kills = [ev for ev in events if isinstance(ev, Kill)]
+        for k in kills:
+            later = [
+                p.players[k.victim].pos
+                for p in events
+                if isinstance(p, Positions) and p.tick > k.tick
+            ]
+            if any(math.dist(q, k.pos) > 3 for q in later):
+                return agents, events, k.victim
+    raise AssertionError("no seed gave a ghost that walked away from its body")
+
+
+def test_views_never_show_a_ghost_and_the_check_catches_one_that_does(tmp_path: Path) -> None:
+    agents, events, ghost = _paper_ghost_game(tmp_path)
+    observations = {a: rec.seen for a, rec in agents.items()}
+    leaks, checked = view_leaks(observations, events, GEOMETRY)
+    assert leaks == [] and checked > 50
+    # plant the fault: a living player's roster shows the ghost where it walks now
+    kill = next(ev for ev in events if isinstance(ev, Kill) and ev.victim == ghost)
+    walk = next(
+        p
+        for p in events
+        if isinstance(p, Positions)
+        and p.tick > kill.tick
+        and math.dist(p.players[ghost].pos, kill.pos) > 3
+    )
+    viewer = next(a for a in agents if a != ghost and walk.players[a].status == "alive")
+    obs = next(o for o in agents[viewer].seen if o.tick >= walk.tick and o.phase == "free_roam")
+    forged = obs.model_copy(
+        update={
+            "roster": {
+                ghost: Sighting(
+                    step=walk.step,
+                    tick=walk.tick,
+                    pos=walk.players[ghost].pos,
+                    room="x",
+                )
+            }
+        }
+    )
+    leaks, _ = view_leaks({viewer: [forged]}, events, GEOMETRY)
+    assert any(ghost in leak and "after it left play" in leak for leak in leaks), leaks

@@ -368,3 +368,31 @@ def test_bad_arguments_are_refused() -> None:
         _fake(sides=("ghosts",))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="world"):
         MineAmongUsEnv(world="moon")  # type: ignore[arg-type]
+
+
+def test_a_crewmate_ghost_keeps_deciding_until_the_end() -> None:
+    """Under `rules.ghost_tasks` a killed crewmate is not terminated: it stays in
+    `agents` and is asked in free roam (its tasks still count), never in a meeting."""
+    env = _fake(max_steps=120, rules={"ghost_tasks": True, "initial_kill_cooldown_ticks": 0})
+    try:
+        steps, _ = _play_random(env, seed=11)
+        assert env.run_dir is not None
+        events = read_events(env.run_dir / "events.jsonl")
+        roles = next(e for e in events if e.kind == "game_start").roles
+        killed = [e.victim for e in events if isinstance(e, Kill)]
+        assert killed, "random impostors should kill someone in this seed"
+        ghost = killed[0]
+        assert roles[ghost] == "crewmate"
+        asked_after = [
+            e.step
+            for e in events
+            if isinstance(e, Decision)
+            and e.agent == ghost
+            and e.step > next(k.step for k in events if isinstance(k, Kill))
+        ]
+        assert asked_after, "the ghost was not asked after its death"
+        assert all(not terms.get(ghost) for _o, _r, terms, _t, _i in steps[:-1])
+        phases = {e.step: e.phase for e in events if e.kind == "step_start"}
+        assert all(phases[s] == "free_roam" for s in asked_after)
+    finally:
+        env.close()
