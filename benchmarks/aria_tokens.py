@@ -35,7 +35,7 @@ counts too: OpenAI applies the cache to every request without being asked, so a 
 without it is the bound, not the estimate.
 
 Run from the repository root: python -m benchmarks.aria_tokens --preset paper
-[--seeds 1 2] [--only LABEL ...] [--no-write]
+[--seeds 1 2 3 4 5 6] [--only LABEL ...] [--no-write]
 """
 
 from __future__ import annotations
@@ -288,7 +288,7 @@ def main() -> int:
     """Play the settings' games and print (and write) their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", choices=["paper"], default="paper")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
     parser.add_argument("--only", nargs="*", default=None, help="setting labels to run")
     parser.add_argument("--no-write", action="store_true", help="do not write the figures")
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
