@@ -85,6 +85,35 @@ class AriaSpec(BaseModel):
     """Most skills kept (first in, first out); the last 5 reach the planner."""
     kill_defer_distance: float = Field(default=10.0, gt=0)
     """KILL: a target farther than this (blocks) is stalked, not attacked."""
+    profile: Literal["reference", "lean"] = "reference"
+    """Which harness the unset settings below come from (`harness_aria.profiles`):
+    `reference` (default) the authors' harness as their code builds it; `lean` this
+    project's cheaper harness. A setting given explicitly wins over the profile."""
+    action: Literal["codegen", "primitives"] = "codegen"
+    """How a MOVE or MISSION decision becomes a program. `codegen` (reference): a
+    codegen call asks the model for a JavaScript program over a small allowed API; the
+    answer is parsed, never run, and translated into program primitives
+    (`harness_aria.codegen`), anything else refused and replaced by a wander.
+    `primitives` (lean): the module builds the program from primitives itself."""
+    belief_update: Literal["llm", "rule"] = "llm"
+    """Semantic memory's belief update. `llm` (reference): a model call reads the last
+    events and the beliefs and returns per-player suspicion changes (within +-0.3) and
+    notes. `rule` (lean): beliefs move by rules only, no call."""
+    prompt_content: Literal["reference", "lean"] = "reference"
+    """What each call is told. `reference`: the personal message (identity, role,
+    teammate, win rules, cooldown, mission locations, conduct) in every prompt and the
+    deterministic style's full tactic lists, item for item in this project's words.
+    `lean`: the short forms of earlier rounds."""
+    call_sampling: Literal["reference", "model"] = "reference"
+    """Temperature and output-token limit of each call. `reference`: per call kind as the
+    reference sets them (planner and reflection 0.3/256, memory 0.2/256, meeting 0.7/256,
+    vote and frame judgements 0.2/256, move and mission 512, codegen 0.2/1024). `model`:
+    the backend's own settings for every call."""
+    ego_view: Literal["reference", "camera"] = "reference"
+    """What `state: ego` shows. `reference`: the players in view this step only (within
+    +-60 degrees of the heading, a block raycast, under 36 blocks), nothing kept between
+    steps. `camera`: the camera's field of view (about 102 degrees), `ego_range` and
+    sightings remembered."""
     strike_guard: bool = False
     """An assist, off by default, that departs from the reference. Off: a strike the
     model cleared is sent as it is (`guard: none`): the model's witness scan alone
