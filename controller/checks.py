@@ -90,14 +90,19 @@ def view_leaks(
     * **ego**: every player or body the view places in view now, and every remembered
       sighting, was inside the agent's camera cone at that moment (the poses of the
       `positions`/`trace` events at that tick, `controller.perception.in_cone`), within
-      `ego_range` and in line of sight; no roster, no map, no task list.
+      `ego_range` and in line of sight; no roster, no map, no task list. Checked for
+      both ego views (`controller.views.EgoView`): the camera's, and the reference's,
+      whose players and bodies must have been within 60 degrees of the heading, under 36
+      blocks and in line of sight at that moment, never out of play, and which keeps no
+      sighting.
     * **privileged**: every last-known position matches the log at its tick and was
       perceived (a `visibility` entry of the agent at that step, field of view or all
       around) or was within `privileged_radius` of the agent (the roster); each body
       was perceived.
     * **both**: no view names the role of anyone but an impostor's own teammates.
     * **what was sent**: every `decision` of an ego agent whose `view_text` is logged
-      names in view only players (and bodies) inside its camera cone at that tick.
+      names in view only players (and bodies) inside its camera cone at that tick (the
+      reference's cone and range for a decision whose spec names `ego_view: reference`).
 
     Args:
         observations: Agent -> the `Observation`s it was given, in order.
@@ -112,11 +117,27 @@ def view_leaks(
     import math
 
     from controller.events import Positions, Trace, Visibility
-    from controller.perception import in_cone
-    from controller.views import Knowledge
+    from controller.perception import HORIZONTAL_FOV_DEG, in_cone
+    from controller.views import (
+        REFERENCE_EGO_HALF_ANGLE_DEG,
+        REFERENCE_EGO_RANGE,
+        EgoView,
+        Knowledge,
+        StateMode,
+    )
 
     start = next(e for e in events if isinstance(e, GameStart))
     roles = start.roles
+    # Each ego view's cone (degrees) and range (blocks).
+    cones = {
+        "camera": (HORIZONTAL_FOV_DEG, ego_range),
+        "reference": (2 * REFERENCE_EGO_HALF_ANGLE_DEG, REFERENCE_EGO_RANGE),
+    }
+    views: tuple[tuple[StateMode, EgoView], ...] = (
+        ("ego", "camera"),
+        ("ego", "reference"),
+        ("privileged", "camera"),
+    )
     # Keyed by tick: an observation carries the tick of the snapshot it was built from
     # (its `step` is the step about to be decided).
     seen_by: dict[tuple[int, str], set[str]] = {}
@@ -191,14 +212,16 @@ def view_leaks(
                 )
         return out or [poses(tick)]
 
-    def seen_at(tick: int, agent: str, target: str | tuple[float, float, float]) -> bool:
-        """Whether at some recorded moment of `tick` the agent's camera held `target`
-        (a player's id, or a position)."""
+    def seen_at(
+        tick: int, agent: str, target: str | tuple[float, float, float], view: str = "camera"
+    ) -> bool:
+        """Whether at some recorded moment of `tick` the agent's ego view (`camera` or
+        `reference`) held `target` (a player's id, or a position)."""
         for at in moments(tick):
             if isinstance(target, str):
-                if target in at and in_camera(agent, at, at[target][0]):
+                if target in at and in_camera(agent, at, at[target][0], view):
                     return True
-            elif in_camera(agent, at, target):
+            elif in_camera(agent, at, target, view):
                 return True
         return False
 
@@ -217,21 +240,29 @@ def view_leaks(
     def matches(tick: int, agent: str, pos: tuple[float, float, float]) -> bool:
         return any(math.dist(q, pos) <= 1e-6 for q in recorded(tick, agent))
 
-    def in_camera(agent: str, at: dict[str, Any], target: tuple[float, float, float]) -> bool:
+    def in_camera(
+        agent: str, at: dict[str, Any], target: tuple[float, float, float], view: str = "camera"
+    ) -> bool:
         if agent not in at:
             return False
         eye, yaw = at[agent]
-        return in_cone(eye, yaw, target) and geometry.can_see(eye, target, ego_range + 1e-6)
+        fov, reach = cones[view]
+        return in_cone(eye, yaw, target, fov) and geometry.can_see(eye, target, reach + 1e-6)
 
     leaks: list[str] = []
     checked = 0
     for agent, seen in observations.items():
         mates = sorted(a for a, r in roles.items() if r == "impostor" and a != agent)
         expected = mates if roles[agent] == "impostor" else []
-        for mode in ("ego", "privileged"):
+        for mode, ego_view in views:
             knowledge = Knowledge(
-                mode, geometry, ego_range=ego_range, privileged_radius=privileged_radius
+                mode,
+                geometry,
+                ego_range=ego_range,
+                privileged_radius=privileged_radius,
+                ego_view=ego_view,
             )
+            label = "ego reference" if mode == "ego" and ego_view == "reference" else mode
             for raw in seen:
                 if raw.ghost:
                     # a ghost's own sight is never logged (log readers take every
@@ -240,7 +271,7 @@ def view_leaks(
                     # reaches the living
                     continue
                 view = knowledge.view(knowledge.update(raw))
-                where = f"{agent} ({mode}) step {raw.step}"
+                where = f"{agent} ({label}) step {raw.step}"
                 if sorted(view.teammates) != expected:
                     leaks.append(f"{where}: teammates {view.teammates}")
                 if mode == "ego":
@@ -250,13 +281,15 @@ def view_leaks(
                         checked += 1
                         if out_of_play(other, raw.tick):
                             leaks.append(f"{where}: names {other}, out of play, in view")
-                        elif not seen_at(raw.tick, agent, other):
+                        elif not seen_at(raw.tick, agent, other, ego_view):
                             leaks.append(f"{where}: names {other} outside the field of view")
                     for victim, v in view.bodies_in_view.items():
                         checked += 1
                         body = kills.get(victim, v.pos)
-                        if not seen_at(raw.tick, agent, body):
+                        if not seen_at(raw.tick, agent, body, ego_view):
                             leaks.append(f"{where}: names {victim}'s body outside the view")
+                    if ego_view == "reference" and view.seen_before:
+                        leaks.append(f"{where}: keeps sightings ({', '.join(view.seen_before)})")
                     for other, s in view.seen_before.items():
                         checked += 1
                         if not seen_at(s.tick, agent, other):
@@ -310,6 +343,7 @@ def view_leaks(
     for ev in events:
         if not isinstance(ev, Decision) or ev.spec.get("state") != "ego" or not ev.view_text:
             continue
+        sent_view = "reference" if ev.spec.get("ego_view") == "reference" else "camera"
         now = poses(ev.tick)
         for line in ev.view_text.splitlines():
             if not line.startswith(("In view now: ", "Bodies in view now: ")):
@@ -320,11 +354,15 @@ def view_leaks(
                 checked += 1
                 pose = now.get(who)
                 target = kills.get(who) if bodies_line else (pose[0] if pose else None)
-                if target is None or not in_camera(ev.agent, now, target):
+                if target is None or not in_camera(ev.agent, now, target, sent_view):
                     what = f"{who}'s body" if bodies_line else who
                     leaks.append(
                         f"{ev.agent} (ego, sent) step {ev.step}: names {what} outside the "
                         "field of view"
+                    )
+                elif not bodies_line and out_of_play(who, ev.tick):
+                    leaks.append(
+                        f"{ev.agent} (ego, sent) step {ev.step}: names {who}, out of play, in view"
                     )
     return leaks, checked
 

@@ -10,13 +10,23 @@ Two layers keep an agent's knowledge honest:
 
 The two state modes:
 
-* `ego` is the camera. A player or body is known only while it is inside the
-  camera's horizontal field of view (`controller.perception.HORIZONTAL_FOV_DEG`,
-  about 102.4 degrees), within `ego_range` blocks (capped in practice by the rules'
-  `vision_radius`, since the observation carries nothing farther) and in line of sight.
+* `ego` is what the agent sees, in one of two views (`ego_view`):
+  - `camera`: a player or body is known only while it is inside the camera's
+    horizontal field of view (`controller.perception.HORIZONTAL_FOV_DEG`, about 102.4
+    degrees), within `ego_range` blocks (capped in practice by the rules'
+    `vision_radius`, since the observation carries nothing farther) and in line of
+    sight. Sightings are remembered from free-roam steps only, so the meeting teleport
+    never overwrites where a player was last seen.
+  - `reference`: the reference implementation's egocentric state: the players and
+    bodies within `REFERENCE_EGO_HALF_ANGLE_DEG` (60) degrees of the heading, in line of
+    sight through the ship's walls and under `REFERENCE_EGO_RANGE` (36) blocks, this
+    step only: nothing is kept between steps. It reads the observation's sight sets
+    (everything in line of sight all around, which hold only players in play), so it
+    reaches as far as they do: the rules' `vision_radius` (12 in every preset), less
+    than the reference's 36 blocks. The server's `roster` reaches farther but goes on
+    listing a killed player where it fell, so it would show the dead as standing there.
   Everything else an observation may carry (the 360-degree `nearby_*`, the server's
-  `roster`) is dropped. Sightings are remembered from free-roam steps only, so the
-  meeting teleport never overwrites where a player was last seen.
+  `roster`) is dropped.
 * `privileged` adds what the server knows, as the reference's privileged state does:
   the map and its connections, the agent's own task locations, and a roster of every
   other player with the last position known within `privileged_radius` blocks
@@ -43,10 +53,18 @@ from controller.observation import (
     Sighting,
     TaskProgress,
 )
-from controller.perception import HORIZONTAL_FOV_DEG, Perception, bearing_deg, facing
+from controller.perception import HORIZONTAL_FOV_DEG, Perception, bearing_deg, facing, in_cone
 from world.geometry import ShipGeometry
 
 StateMode = Literal["ego", "privileged"]
+EgoView = Literal["reference", "camera"]
+"""What an `ego` state shows: the reference's view (this step only, +-60 degrees, 36
+blocks) or the camera's (its field of view, `ego_range`, sightings kept)."""
+
+REFERENCE_EGO_HALF_ANGLE_DEG = 60.0
+"""The reference's egocentric view: entities within this many degrees of the heading."""
+REFERENCE_EGO_RANGE = 36.0
+"""The reference's egocentric view: entities under this many blocks away."""
 
 EGO_RANGE = 12.0
 """Default ego range (blocks): the rules' default `vision_radius`."""
@@ -297,9 +315,11 @@ class Knowledge:
     Args:
         mode: `ego` or `privileged`.
         geometry: The map (walls block sight).
-        ego_range: Ego: how far (blocks) the camera's view reaches in the text.
+        ego_range: Ego, `camera` view: how far (blocks) the camera's view reaches in the
+            text.
         privileged_radius: Privileged: how far (blocks) from the agent the server's
             roster reports positions.
+        ego_view: Ego: `camera` (default) or `reference` (see the module's docstring).
     """
 
     def __init__(
@@ -309,10 +329,12 @@ class Knowledge:
         *,
         ego_range: float = EGO_RANGE,
         privileged_radius: float = PRIVILEGED_RADIUS,
+        ego_view: EgoView = "camera",
     ) -> None:
         self.mode = mode
         self.geometry = geometry
         self.perception = Perception(geometry, ego_range, HORIZONTAL_FOV_DEG)
+        self.ego_view: EgoView = ego_view
         self.privileged_radius = privileged_radius
         self.seen: dict[str, Sighting] = {}
         self.bodies: dict[str, Sighting] = {}
@@ -327,6 +349,8 @@ class Knowledge:
 
     def update(self, obs: Observation) -> Observation:
         """The observation as this agent may know it; remembers its sightings."""
+        if self.mode == "ego" and self.ego_view == "reference":
+            return self._reference_ego(obs)
         if self.mode == "ego":
             players = {**obs.nearby_players, **obs.visible_players}
             bodies = {**obs.nearby_bodies, **obs.visible_bodies}
@@ -383,6 +407,58 @@ class Knowledge:
             }
         )
 
+    def _in_reference_view(self, obs: Observation, target: Vec3) -> bool:
+        """Within 60 degrees of the heading, in line of sight and under 36 blocks."""
+        return in_cone(
+            obs.pos, obs.yaw, target, 2 * REFERENCE_EGO_HALF_ANGLE_DEG
+        ) and self.geometry.can_see(obs.pos, target, REFERENCE_EGO_RANGE - 1e-9)
+
+    def _reference_ego(self, obs: Observation) -> Observation:
+        """The reference's egocentric view of an observation: what is in view now only.
+
+        The players and bodies the observation has in line of sight all around, within 60
+        degrees of the heading and under 36 blocks. Only where bodies were found is kept
+        between steps (with the dead, the public facts every view shows); no position is.
+        """
+        players = {
+            a: p
+            for a, p in {**obs.nearby_players, **obs.visible_players}.items()
+            if a != obs.agent and self._in_reference_view(obs, p)
+        }
+        bodies = {
+            v: p
+            for v, p in {**obs.nearby_bodies, **obs.visible_bodies}.items()
+            if self._in_reference_view(obs, p)
+        }
+        free = obs.phase == "free_roam"
+        if free:
+            for v, p in bodies.items():
+                self.body_rooms[v] = self.geometry.room_at(p)
+        if obs.meeting is not None and obs.meeting.victim and obs.meeting.body_room:
+            self.body_rooms[obs.meeting.victim] = obs.meeting.body_room
+        for m in obs.past_meetings:
+            if m.victim and m.body_room:
+                self.body_rooms[m.victim] = m.body_room
+        return obs.model_copy(
+            update={
+                "visible_players": players,
+                "visible_bodies": bodies,
+                "nearby_players": {},
+                "nearby_bodies": {},
+                "roster": {},
+                # This step's sightings only (free roam: the meeting table says nothing
+                # of where anyone was), for the components that read a position there.
+                "last_seen": {a: self._sighting(obs, p) for a, p in players.items()}
+                if free
+                else {},
+                "bodies_seen": {v: self._sighting(obs, p) for v, p in bodies.items()}
+                if free
+                else {},
+                "dead_bodies_rooms": dict(self.body_rooms),
+                "meeting_chat": self._meeting_chat(obs),
+            }
+        )
+
     def _meeting_chat(self, obs: Observation) -> list[ChatEntry]:
         """The whole current meeting's chat; gathered here if the observation lacks it."""
         if obs.phase == "free_roam" or obs.meeting is None:
@@ -400,14 +476,18 @@ class Knowledge:
 
     def view(self, known: Observation) -> StateView:
         """The state view of an observation already filtered by `update`."""
-        return build_view(known, self.mode, self.geometry)
+        return build_view(known, self.mode, self.geometry, remembered=self.ego_view != "reference")
 
 
-def build_view(obs: Observation, mode: StateMode, geometry: ShipGeometry) -> StateView:
+def build_view(
+    obs: Observation, mode: StateMode, geometry: ShipGeometry, *, remembered: bool = True
+) -> StateView:
     """The `ego` or `privileged` state view of an observation.
 
     It renders what it is given: pass `Knowledge.update`'s result (or use
     `Knowledge.view`), never a raw observation, or the ego filter is bypassed.
+    `remembered` False (the reference's ego view) leaves out where each player was last
+    seen: that view keeps nothing between steps.
     """
 
     def where(items: dict[str, Vec3]) -> dict[str, InView]:
@@ -437,7 +517,7 @@ def build_view(obs: Observation, mode: StateMode, geometry: ShipGeometry) -> Sta
         body_rooms=dict(obs.dead_bodies_rooms),
         meeting_chat=list(obs.meeting_chat),
         past_meetings=list(obs.past_meetings),
-        seen_before=dict(obs.last_seen) if mode == "ego" else {},
+        seen_before=dict(obs.last_seen) if mode == "ego" and remembered else {},
     )
     if mode == "ego":
         return base

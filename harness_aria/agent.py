@@ -122,6 +122,7 @@ class AriaAgent:
             geometry,
             ego_range=spec.ego_range,
             privileged_radius=spec.privileged_radius,
+            ego_view=spec.ego_view,
         )
         self.last_phase = "free_roam"
         self.last_program: _Program | None = None
@@ -133,7 +134,8 @@ class AriaAgent:
         in view, and the modules it could choose (for `AriaSpec.continuation`)."""
 
     def describe(self) -> dict[str, Any]:
-        """The agent's kind, backend and spec for the game record."""
+        """The agent's kind, backend and spec for the game record (the spec resolved: its
+        profile, every setting, and which were given explicitly)."""
         return {
             "kind": "aria",
             "backend": self.backend.address,

@@ -4,6 +4,14 @@ An ablation is a value, not an edit: one `AriaSpec` is passed into an agent and
 written in full into the game record and beside every decision (`extra_modules` only
 when it lists any, so a default spec's record is as it was before the field existed).
 
+A spec names a `profile` (`harness_aria.profiles`: `reference`, the authors' harness, by
+default; or `lean`) and holds every setting that profile governs resolved: a setting
+given explicitly (a side's `spec:`, `--ablation`, a study's axes) wins, the rest come
+from the profile, and `explicit` records which were given, so the record says both what
+was played and what was chosen. Changing the spec (`with_changes`, `model_copy(update=)`,
+`apply_ablations`) keeps the given settings and re-resolves the rest from the profile
+then named.
+
 The component of an axis (the memory, the planner, the reflector) is registered by
 name in a `Catalogue` and rebuilt from the spec: the axis's value names it, and its
 registration reads its constructor's arguments from the spec's fields.
@@ -13,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Self, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -23,7 +31,10 @@ from pydantic import (
     ValidationError,
     field_validator,
     model_serializer,
+    model_validator,
 )
+
+from harness_aria.profiles import DEFAULT_PROFILE, PROFILES, SETTINGS
 
 AXES = ("state", "memory", "planning", "reflection", "prompt")
 
@@ -54,17 +65,18 @@ class AriaSpec(BaseModel):
     between rooms and between task stations, and every station's position; `full`:
     those and an ASCII drawing of the map. An option of the state axis: an experiment
     that gives agents the map says so in its spec."""
-    module_calls: Literal["needed", "reference"] = "needed"
-    """When a module asks the model its own question after the planner. `needed`
-    (default): only where the module needs the model: the KILL witness scan, MEETING's
-    speech, the VOTE ballot, SURVEILLANCE of a frame (with no frame sent, what is in
-    sight is in the state view already and is noted without a call), and MOVE or
-    MISSION only when the planner's `target` names no usable room, player or station.
-    REPORT and EMERGENCY carry out the planner's choice. `reference`: every module asks
-    (MOVE, MISSION, REPORT and EMERGENCY too), as the reference implementation does."""
-    continuation: Literal["off", "on"] = "on"
-    """The call protocol in free roam. `off`: the reference's, every living agent is asked
-    every step. `on` (default, chosen by a measured comparison on the fake world; see
+    module_calls: Literal["needed", "reference"] = "reference"
+    """When a module asks the model its own question after the planner (from the
+    profile unless given). `needed` (lean): only where the module needs the model: the
+    KILL witness scan, MEETING's speech, the VOTE ballot, SURVEILLANCE of a frame (with
+    no frame sent, what is in sight is in the state view already and is noted without a
+    call), and MOVE or MISSION only when the planner's `target` names no usable room,
+    player or station. REPORT and EMERGENCY carry out the planner's choice. `reference`
+    (reference): every module asks (MOVE, MISSION, REPORT and EMERGENCY too), as the
+    reference implementation does."""
+    continuation: Literal["off", "on"] = "off"
+    """The call protocol in free roam (from the profile unless given). `off` (reference):
+    every living agent is asked every step. `on` (lean; measured on the fake world, see
     docs/aria.md): an agent whose last program is still running (a MISSION or MOVE
     whose task is in progress or whose walk has not arrived: the program timed out at the
     step's end) is not asked again while nothing it can see has changed (the players and
@@ -72,8 +84,9 @@ class AriaSpec(BaseModel):
     of that program is dispatched again and logged as a `continuation` event, never as a
     decision."""
     ego_range: float = Field(default=12.0, gt=0)
-    """Ego: how far (blocks) the field of view reaches in what the agent is told; the
-    observation carries nothing beyond the rules' `vision_radius` (12 by default)."""
+    """Ego with `ego_view: camera`: how far (blocks) the field of view reaches in what the
+    agent is told; the observation carries nothing beyond the rules' `vision_radius` (12
+    by default). `ego_view: reference` has the reference's own range (36 blocks)."""
     privileged_radius: float = Field(default=96.0, gt=0)
     """Privileged: how far (blocks) from the agent the roster reports positions (the
     reference's server entity view, about 96 blocks)."""
@@ -85,10 +98,12 @@ class AriaSpec(BaseModel):
     """Most skills kept (first in, first out); the last 5 reach the planner."""
     kill_defer_distance: float = Field(default=10.0, gt=0)
     """KILL: a target farther than this (blocks) is stalked, not attacked."""
-    profile: Literal["reference", "lean"] = "reference"
-    """Which harness the unset settings below come from (`harness_aria.profiles`):
-    `reference` (default) the authors' harness as their code builds it; `lean` this
-    project's cheaper harness. A setting given explicitly wins over the profile."""
+    profile: Literal["reference", "lean"] = DEFAULT_PROFILE
+    """Which harness the settings it governs come from when not given explicitly
+    (`harness_aria.profiles`: `continuation`, `module_calls`, `action`, `belief_update`,
+    `prompt_content`, `call_sampling`, `ego_view`): `reference` (default) the authors'
+    harness as their code builds it; `lean` this project's cheaper harness. A setting
+    given explicitly wins over the profile."""
     action: Literal["codegen", "primitives"] = "codegen"
     """How a MOVE or MISSION decision becomes a program. `codegen` (reference): a
     codegen call asks the model for a JavaScript program over a small allowed API; the
@@ -110,10 +125,11 @@ class AriaSpec(BaseModel):
     vote and frame judgements 0.2/256, move and mission 512, codegen 0.2/1024). `model`:
     the backend's own settings for every call."""
     ego_view: Literal["reference", "camera"] = "reference"
-    """What `state: ego` shows. `reference`: the players in view this step only (within
-    +-60 degrees of the heading, a block raycast, under 36 blocks), nothing kept between
-    steps. `camera`: the camera's field of view (about 102 degrees), `ego_range` and
-    sightings remembered."""
+    """What `state: ego` shows (`controller.views.Knowledge`). `reference`: the players
+    and bodies in view this step only (within +-60 degrees of the heading, in line of
+    sight through the ship's walls, under 36 blocks), nothing kept between steps.
+    `camera`: the camera's field of view (about 102 degrees), `ego_range` and sightings
+    remembered."""
     strike_guard: bool = False
     """An assist, off by default, that departs from the reference. Off: a strike the
     model cleared is sent as it is (`guard: none`): the model's witness scan alone
@@ -131,6 +147,35 @@ class AriaSpec(BaseModel):
     `--ablation both.extra_modules=NAME,NAME` gives it). Empty (default): the eight
     modules of the reference. A name that is not a registered module off by default is
     refused with the names that are."""
+    explicit: tuple[str, ...] = ()
+    """The profile's settings given explicitly (in `harness_aria.profiles.SETTINGS`
+    order); every other one was filled from `profile`. Filled in by validation: data
+    without it counts every governed setting it holds as given; data with it (a spec
+    written out and read back) is taken as resolved, so the settings it does not list
+    are filled again from the data's profile (a changed profile re-resolves them)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_profile(cls, data: Any) -> Any:
+        """Fill every governed setting not given explicitly from the profile."""
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        profile = data.get("profile", DEFAULT_PROFILE)
+        if profile not in PROFILES:
+            return data  # the field's own validation names the profiles
+        if "explicit" in data:
+            given = _setting_names(data["explicit"])
+            for name in SETTINGS:
+                if name not in given:
+                    data.pop(name, None)
+        else:
+            given = [name for name in SETTINGS if name in data]
+        values = PROFILES[profile].values
+        for name in SETTINGS:
+            data.setdefault(name, values[name])
+        data["explicit"] = tuple(name for name in SETTINGS if name in given)
+        return data
 
     @field_validator("extra_modules", mode="before")
     @classmethod
@@ -154,11 +199,58 @@ class AriaSpec(BaseModel):
         data: dict[str, Any] = handler(self)
         if not self.extra_modules:
             data.pop("extra_modules", None)
+        if "explicit" in data:
+            # a list in either mode, so a spec read back from a record compares equal
+            data["explicit"] = list(self.explicit)
         return data
 
     def label(self) -> str:
         """A short, stable name of the axis values, e.g. `priv-sem-rea-off-min`."""
         return "-".join(str(getattr(self, axis))[:3] for axis in AXES)
+
+    def given(self) -> dict[str, Any]:
+        """The spec as it was written: every field but the governed settings filled from
+        the profile (and `explicit`, which validating this again recomputes)."""
+        data = self.model_dump()
+        data.pop("explicit", None)
+        for name in SETTINGS:
+            if name not in self.explicit:
+                data.pop(name, None)
+        return data
+
+    def with_changes(self, changes: Mapping[str, Any]) -> Self:
+        """This spec with `changes` given explicitly on top, validated; the governed
+        settings neither given before nor now are resolved from the profile the result
+        names (so a changed `profile` re-resolves them).
+
+        Raises:
+            ValidationError: a change is not a valid value.
+        """
+        return self.model_validate({**self.given(), **changes})
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with `update`, `with_changes(update)` (validated, the profile's
+        settings re-resolved), never pydantic's unvalidated copy."""
+        if not update:
+            return super().model_copy(deep=deep)
+        return self.with_changes(update)
+
+
+def _setting_names(value: Any) -> list[str]:
+    """`explicit` as a list of names, each a setting a profile governs.
+
+    Raises:
+        ValueError: a name is not one.
+    """
+    names = [n.strip() for n in value.split(",")] if isinstance(value, str) else list(value)
+    unknown = [n for n in names if n not in SETTINGS]
+    if unknown:
+        raise ValueError(
+            f"explicit: {', '.join(map(repr, unknown))} "
+            f"{'is' if len(unknown) == 1 else 'are'} not a setting a profile governs "
+            f"({', '.join(SETTINGS)})"
+        )
+    return [str(n) for n in names if n]
 
 
 def all_specs() -> list[AriaSpec]:
@@ -257,18 +349,16 @@ def apply_ablations(
                 f"--ablation {item!r}: expected SIDE.FIELD=VALUE with SIDE crew, impostor or "
                 f"both (e.g. crew.memory=semantic)"
             )
-        if field not in AriaSpec.model_fields:
+        if field not in AriaSpec.model_fields or field == "explicit":
             raise AblationError(
                 f"--ablation {item!r}: unknown field {field!r}; fields: "
-                + ", ".join(AriaSpec.model_fields)
+                + ", ".join(f for f in AriaSpec.model_fields if f != "explicit")
             )
         for s in ("crew", "impostor") if side == "both" else (side,):
             sides[s][field] = value
     try:
-        return (
-            crew.model_validate({**crew.model_dump(), **sides["crew"]}),
-            impostor.model_validate({**impostor.model_dump(), **sides["impostor"]}),
-        )
+        # An ablated setting is given explicitly; a changed profile re-resolves the rest.
+        return crew.with_changes(sides["crew"]), impostor.with_changes(sides["impostor"])
     except ValidationError as exc:
         err = exc.errors()[0]
         raise AblationError(

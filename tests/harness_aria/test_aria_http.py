@@ -26,10 +26,11 @@ def _play(  # type: ignore[no-untyped-def]
     *,
     max_steps: int = 4,
     both_sides: bool = False,
+    spec: dict[str, Any] | None = None,
 ):
-    """A quick game (seed 3: two meetings in its first 30 steps) with the crew on
-    `backend` at the local endpoint, and the impostors too (`both_sides`) or scripted."""
-    side = {"backend": backend, "base_url": base_url, "settings": FAST}
+    """A quick game (seed 3) with the crew on `backend` at the local endpoint, and the
+    impostors too (`both_sides`) or scripted; `spec` is the ARIA sides' spec."""
+    side = {"backend": backend, "base_url": base_url, "settings": FAST, "spec": spec or {}}
     config = resolve_config(
         "quick",
         overrides={
@@ -142,7 +143,10 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
     the game's log records cached input on its meeting and ballot calls (an agent's next
     call repeats its last one through that call's chat). With the lines of the moment
     planted back in front of the roster and the chat, the shared start ends at the step
-    line and no meeting call is billed as cached."""
+    line and no meeting call is billed as cached.
+
+    The game is the lean profile's: its course from seed 3 (a meeting by step 8 whose
+    turns repeat a start of more than 1,024 tokens) is what the layout is measured on."""
     import harness_aria.agent as aria_agent
     from harness_aria.fake_answers import answer_http
 
@@ -165,6 +169,7 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
             server.openai_base_url,
             max_steps=30,
             both_sides=True,
+            spec={"profile": "lean"},
         )
     assert result.status == "ok"
     cached = {"meeting": 0, "vote": 0}

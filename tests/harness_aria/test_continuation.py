@@ -20,7 +20,9 @@ FAR_STATION = 19  # medbay: a walk from the cafeteria takes more than one step
 
 
 def _agent(answers: Answers) -> AriaAgent:
-    return AriaAgent("red", AriaSpec(), FakeBackend("t", script=answers), SCENE_GEOMETRY)
+    # Continuation and a MISSION without its own call are the lean profile's.
+    spec = AriaSpec(profile="lean")
+    return AriaAgent("red", spec, FakeBackend("t", script=answers), SCENE_GEOMETRY)
 
 
 def _walking(step: int, **over: Any) -> Any:

@@ -13,8 +13,9 @@ told; scripted answers test the rest. The outcomes are the protocol documented i
   judgement stands), or with the assist `strike_guard` `around` (privileged) / `sight`
   (ego);
 * target 8 blocks ahead, alone: `too_far` (follow; ego also looks behind), then strike;
-* target 20 blocks away: privileged `hunting` (follows by the roster); ego is not
-  offered KILL, and a KILL naming it walks to where it was last seen (`hunting`);
+* target 20 blocks away: privileged `hunting` (follows by the roster); ego with the
+  camera's view is not offered KILL, and a KILL naming it walks to where it was last
+  seen (`hunting`);
 * witness in view: `witness` (ego at the ahead scan);
 * witness behind: privileged `witness` (in sight all around); ego `scan`, then `witness`
   at the behind scan;
@@ -146,10 +147,14 @@ class Answers:
 
 
 def agent(
-    state: str, answers: Answers | None = None, *, strike_guard: bool = False
+    state: str,
+    answers: Answers | None = None,
+    *,
+    strike_guard: bool = False,
+    ego_view: str = "reference",
 ) -> tuple[AriaAgent, Answers]:
     answers = answers or Answers(planner=KILL_PLAN)
-    spec = AriaSpec(state=state, strike_guard=strike_guard)
+    spec = AriaSpec(state=state, strike_guard=strike_guard, ego_view=ego_view)
     aria = AriaAgent("red", spec, FakeBackend("t", script=answers), G)
     return aria, answers
 
@@ -242,13 +247,17 @@ def test_lone_target_at_20_blocks_is_hunted_by_the_roster_when_privileged() -> N
 
 
 def test_lone_target_at_20_blocks_is_not_offered_to_ego_and_hunted_from_memory() -> None:
-    # Out of the camera's reach: an ego impostor is not offered KILL at all.
-    aria, answers = agent("ego")
+    # Out of the camera's reach (the camera's ego view: 12 blocks, sightings kept; the
+    # reference's view reaches 36 blocks and keeps nothing, tests/harness_aria/
+    # test_profiles.py): an ego impostor is not offered KILL at all.
+    aria, answers = agent("ego", ego_view="camera")
     decide(aria, scene_obs(CAFE, 0.0, {"blue": at(CAFE, 20)}))
     assert "KILL" not in offered(answers)
     # Seen at step 4 ten blocks ahead; at step 5 blue is 20 off and pink is in view: a
     # KILL naming blue walks to where blue was last seen (never follows it by the server).
-    aria, answers = agent("ego", Answers(planner={**KILL_PLAN, "target": "blue"}))
+    aria, answers = agent(
+        "ego", Answers(planner={**KILL_PLAN, "target": "blue"}), ego_view="camera"
+    )
     aria.knowledge.update(scene_obs(CAFE, 0.0, {"blue": at(CAFE, 10)}, step=4))
     decision = decide(aria, scene_obs(CAFE, 0.0, {"blue": at(CAFE, 20), "pink": at(CAFE, 9, 2)}))
     assert_deferred(decision, "hunting")

@@ -217,18 +217,25 @@ def ghost_obs(role: str, ghost: bool) -> Observation:
     return obs
 
 
+@pytest.mark.parametrize("profile", ["reference", "lean"])
 @pytest.mark.parametrize("role", ["crewmate", "impostor"])
-def test_a_ghost_is_offered_mission_and_move_only(role: str) -> None:
+def test_a_ghost_is_offered_mission_and_move_only(role: str, profile: str) -> None:
+    spec = AriaSpec(profile=profile)
     living = Recorder()
-    agent = AriaAgent("red", AriaSpec(), FakeBackend("t", script=living), G)
+    agent = AriaAgent("red", spec, FakeBackend("t", script=living), G)
     asyncio.run(agent.decide(ghost_obs(role, ghost=False)))
     assert set(living.offered()) - GHOST_MODULES  # alive: more is offered (REPORT, ...)
     ghost = Recorder()
-    agent = AriaAgent("red", AriaSpec(), FakeBackend("t", script=ghost), G)
+    agent = AriaAgent("red", spec, FakeBackend("t", script=ghost), G)
     decision = asyncio.run(agent.decide(ghost_obs(role, ghost=True)))
     assert set(ghost.offered()) == GHOST_MODULES
     assert decision.module in GHOST_MODULES
-    assert [r.purpose for r in ghost.requests] == ["planner"]  # no surveillance, no scan
+    purposes = [r.purpose for r in ghost.requests]
+    if profile == "lean":  # the planner's target is carried out without a second call
+        assert purposes == ["planner"]  # no surveillance, no scan
+    else:  # every module asks its own question (and may have its program written)
+        assert purposes[:2] == ["planner", decision.module.lower()]
+        assert set(purposes[2:]) <= {"codegen"}  # no surveillance, no scan
 
 
 def test_a_ghost_takes_no_meeting_turn_and_no_ballot() -> None:
