@@ -2,8 +2,10 @@
 
 `--preset paper` plays fake-world paper games (frames on, as RQ1 runs) with the offline
 `fake` backend, once with the default RQ1 settings (both sides privileged, the crew
-with reflection on, everything else at `AriaSpec`'s defaults) and once per ablation
-(one axis or option changed on both sides), and prints per setting:
+with reflection on, everything else at `AriaSpec`'s defaults: the `reference` profile,
+the authors' harness) and once per ablation (one axis or option changed on both sides;
+`profile=lean` changes every setting the profile governs to the lean harness's), and
+prints per setting:
 
 - calls per decision (all decisions: free roam, meeting turns and ballots), and calls by
   purpose per decision;
@@ -26,13 +28,14 @@ Output tokens are the fake's answers (short JSON, about 24 tokens a call; real m
 measured about 31, so output, some 7 % of a game's cost, errs low). A real game's calls
 record the provider's `usage` instead.
 
-The figures are written to `controller/tournament/token_figures.json`, which
-`mineamongus tournament SPEC --dry-run` reads. The last two lines are the default
-settings' game on gpt-4.1-mini: first both figures (no cache hit at all, the upper
-bound; and with OpenAI's automatic prompt caching as its documentation states it), then
-`paper game cost: $X (gpt-4.1-mini)` with X the cached estimate, the one the dry-run
-counts too: OpenAI applies the cache to every request without being asked, so a game
-without it is the bound, not the estimate.
+The figures are written to `controller/tournament/token_figures.json` (with each side's
+resolved spec per setting), which `mineamongus tournament SPEC --dry-run` reads. The last
+lines are the lean profile's game and the default settings' game on gpt-4.1-mini: first
+both figures (no cache hit at all, the upper bound; and with OpenAI's automatic prompt
+caching as its documentation states it), then `paper game cost: $X (gpt-4.1-mini)` with
+X the default's cached estimate, the one the dry-run counts too: OpenAI applies the
+cache to every request without being asked, so a game without it is the bound, not the
+estimate.
 
 Run from the repository root: python -m benchmarks.aria_tokens --preset paper
 [--seeds 1 2 3 4 5 6] [--only LABEL ...] [--no-write]
@@ -73,6 +76,7 @@ RQ1_CREW: dict[str, Any] = {"state": "privileged", "reflection": "on", "prompt":
 RQ1_IMPOSTOR: dict[str, Any] = {"state": "privileged"}
 SETTINGS: dict[str, dict[str, Any]] = {
     "default (RQ1)": {},
+    "profile=lean": {"profile": "lean"},
     "state=ego": {"state": "ego"},
     "memory=window": {"memory": "window"},
     "planning=hierarchical": {"planning": "hierarchical"},
@@ -80,10 +84,18 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "prompt=deterministic": {"prompt": "deterministic"},
     "map_detail=tables": {"map_detail": "tables"},
     "map_detail=full": {"map_detail": "full"},
-    "module_calls=reference": {"module_calls": "reference"},
-    "continuation=off": {"continuation": "off"},
+    "module_calls=needed": {"module_calls": "needed"},
+    "continuation=on": {"continuation": "on"},
+    "action=primitives": {"action": "primitives"},
+    "belief_update=rule": {"belief_update": "rule"},
+    "prompt_content=lean": {"prompt_content": "lean"},
+    "call_sampling=model": {"call_sampling": "model"},
 }
-"""Each setting's change to both sides' specs, on top of the RQ1 base."""
+"""Each setting's change to both sides' specs, on top of the RQ1 base (the `reference`
+profile): the five axes and the state's map option, the lean profile as a whole, and each
+setting the profiles govern, one at a time (`ego_view` only matters with `state: ego`)."""
+LEAN = "profile=lean"
+"""The label of the lean profile's setting."""
 
 
 @dataclass
@@ -102,6 +114,8 @@ class Tally:
     continuations: int = 0
     seat_steps: int = 0
     """Seats of the side times the game's steps, summed over the games (side tallies)."""
+    spec: dict[str, Any] = field(default_factory=dict)
+    """The side's resolved spec as `game_start` records it (side tallies)."""
 
     def tokens_in(self, model: str) -> int:
         """Input tokens on a model (text estimate plus its frame size)."""
@@ -167,6 +181,11 @@ def tally_run(run: Path, tally: Tally, sides: dict[str, Tally] | None = None) ->
     for d in read_events(run / "events.jsonl"):
         if isinstance(d, GameStart):
             roles = dict(d.roles)
+            for seat, role in roles.items():
+                spec = dict((d.agent_specs.get(seat) or {}).get("spec") or {})
+                spec.pop("explicit", None)  # which settings were given: not a setting
+                if sides is not None and spec:
+                    sides.setdefault(role, Tally()).spec = spec
         steps = max(steps, d.step)
         if isinstance(d, Continuation):
             tally.continuations += 1
@@ -281,6 +300,7 @@ def side_figures(t: Tally) -> dict[str, Any]:
         "decisions_per_seat_step": round(t.decisions / max(1, t.seat_steps), 4),
         "continuations_per_seat_step": round(t.continuations / max(1, t.seat_steps), 4),
         **figures(t),
+        "spec": t.spec,
     }
 
 
@@ -341,7 +361,8 @@ def main() -> int:
             "about": "Written by `python -m benchmarks.aria_tokens --preset paper`: fake-world "
             f"paper games, fake backend, frames on; text tokens counted as {COUNTED}, plus "
             "a per-model frame size; per setting of ARIA's spec (changes on both sides of "
-            "the RQ1 base). Read by `tournament --dry-run` (controller/tournament/estimate.py).",
+            "the RQ1 base, the `reference` profile), with each side's resolved spec. Read by "
+            "`tournament --dry-run` (controller/tournament/estimate.py).",
             "seeds": args.seeds,
             "game_steps": GAME_STEPS,
             "image_tokens": IMAGE_TOKENS,
@@ -350,6 +371,13 @@ def main() -> int:
         }
         FIGURES.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"\nwrote {FIGURES}")
+    lean = table.get(LEAN)
+    if lean is not None:
+        model = lean["models"]["gpt-4.1-mini"]
+        print(
+            f"lean profile (RQ1) on gpt-4.1-mini: ${model['game_cost_usd']:.3f} a game "
+            f"without a cache hit, ${model['game_cost_cached_usd']:.3f} cached"
+        )
     default = table.get("default (RQ1)")
     if default is not None:
         model = default["models"]["gpt-4.1-mini"]

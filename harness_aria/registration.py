@@ -160,15 +160,18 @@ class AriaKind:
 
     def facts(self, args: BaseModel) -> KindFacts:
         """The backend address, its model, whether it bills (not the offline fake) and
-        the spec as the side's axes."""
+        the spec as the side's axes: its profile and every resolved setting (which of them
+        were given explicitly is bookkeeping, not a setting, and is left out)."""
         assert isinstance(args, AriaArgs)
         address = parse_address(args.backend)
+        axes = args.spec.model_dump()
+        axes.pop("explicit", None)
         return KindFacts(
             backend=args.backend,
             model=address.model or None,
             billed=address.provider != "fake",
             text_only=args.text_only,
-            axes=args.spec.model_dump(),
+            axes=axes,
         )
 
     def price(self, args: BaseModel) -> Price | None:

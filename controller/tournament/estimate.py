@@ -3,11 +3,13 @@
 Per side, the figures are measured ones: `token_figures.json` (package data, written by
 `python -m benchmarks.aria_tokens --preset paper`) holds, per ARIA spec setting and per
 side (crewmates, impostors), decisions per seat and step, model calls per decision,
-prompt text and frames per decision and output tokens per decision, from fake-world
-paper games. A side's spec is compared field by field with the measured RQ1 base; each
-field that differs takes its measured setting's ratio to the base (decisions, calls,
-text, frames and output multiply; cached tokens add their difference), and a field
-with no measured setting is named in the estimate's notes and taken as the base.
+prompt text and frames per decision and output tokens per decision, and the side's
+resolved spec, from fake-world paper games. A side's spec starts from the measured
+setting whose resolved spec is nearest to it (the RQ1 base, or a setting that changes
+many fields at once, such as another ARIA profile: `profile=lean`); each field that still
+differs takes its measured single-field setting's ratio to the base (decisions, calls,
+text, frames and output multiply; cached tokens add their difference), and a field with
+no measured setting is named in the estimate's notes and taken as the start's.
 Decisions per game are decisions per seat and step times the side's seats times the
 arm's step budget (the preset's `max_steps`). Input tokens are the prompt text plus
 each frame at the model's size (`image_tokens`; text-only sides send none). The text is
@@ -130,6 +132,21 @@ def _numbers(side: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def _resolved(
+    setting: dict[str, Any], role: str, base_spec: dict[str, Any], defaults: dict[str, Any]
+) -> dict[str, Any]:
+    """A measured setting's spec for a side: as recorded (`sides[role].spec`, figures
+    written since profiles), else the base with the setting's change."""
+    recorded = setting["sides"][role].get("spec")
+    if isinstance(recorded, dict):
+        return _full_spec(recorded, defaults)
+    return {**base_spec, **_full_spec(setting.get("spec_change", {}), base_spec)}
+
+
+def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return [k for k in a if k in b and a[k] != b[k]]
+
+
 def measured_side(
     role: str, spec: dict[str, Any], figures: dict[str, Any], defaults: dict[str, Any]
 ) -> SideFigures:
@@ -145,26 +162,38 @@ def measured_side(
     Returns:
         The composed figures, with a note for each field no measured setting covers.
     """
-    settings = figures["settings"]
+    settings = {k: v for k, v in figures["settings"].items() if role in v.get("sides", {})}
     base_key = "crew" if role == "crewmate" else "impostor"
     base_spec = _full_spec(figures["rq1_base"][base_key], defaults)
+    base_spec = _resolved(settings[BASE_SETTING], role, base_spec, defaults)
     want = _full_spec(spec, defaults)
     base = _numbers(settings[BASE_SETTING]["sides"][role])
-    est = dict(base)
+    # Start from the measured setting nearest the side's spec (the base on a tie): a
+    # setting that changes many fields at once (another profile) counts as a whole.
+    resolved = {label: _resolved(s, role, base_spec, defaults) for label, s in settings.items()}
+    start = min(
+        resolved, key=lambda label: (len(_differing(want, resolved[label])), label != BASE_SETTING)
+    )
+    start_spec = resolved[start]
+    est = _numbers(settings[start]["sides"][role])
     notes: list[str] = []
-    for name, value in want.items():
-        if value == base_spec.get(name):
-            continue
+    if start != BASE_SETTING:
+        notes.append(f"{role}: from the measured setting {start}")
+    for name in _differing(want, start_spec):
+        value = want[name]
         match = next(
             (
                 s
-                for s in settings.values()
-                if s.get("spec_change") == {name: value} and role in s.get("sides", {})
+                for label, s in settings.items()
+                if s.get("spec_change") == {name: value}
+                # a setting that changes more than its own field (a profile) is a start,
+                # never a ratio: its fields count one by one
+                and _differing(resolved[label], base_spec) == [name]
             ),
             None,
         )
         if match is None:
-            notes.append(f"{role} {name}={value}: not measured, counted as the RQ1 base")
+            notes.append(f"{role} {name}={value}: not measured, counted as {start}")
             continue
         setting = _numbers(match["sides"][role])
         for key in ("decisions", "calls", "text", "images", "out"):

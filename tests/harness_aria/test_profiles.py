@@ -354,3 +354,73 @@ def test_reference_ego_games_send_only_what_the_reference_view_allows(tmp_path: 
             ]
             return
     raise AssertionError("no decision had a living player behind its agent")
+
+
+# ------------------------------------------------------------------ estimates of both
+def _figures() -> dict[str, Any]:
+    """Token figures of a made-up measurement: the base (the reference profile), the lean
+    profile as a whole, and two single-field settings, each with its resolved spec."""
+    from harness_aria.registration import KIND
+
+    base = dict(KIND.facts(AriaArgs()).axes)
+    lean = dict(KIND.facts(AriaArgs(spec=AriaSpec(profile="lean"))).axes)
+
+    def side(decisions: float, calls: float, text: float, spec: dict[str, Any]) -> Any:
+        return {
+            "decisions_per_seat_step": decisions,
+            "calls_per_decision": calls,
+            "text_in_per_decision": text,
+            "images_per_decision": 0.0,
+            "tokens_out_per_decision": 10.0,
+            "models": {"gpt-4.1-mini": {"cached_share": 0.0, "tokens_in_per_decision": text}},
+            "spec": spec,
+        }
+
+    def setting(change: dict[str, Any], *numbers: float, spec: dict[str, Any]) -> Any:
+        return {"spec_change": change, "sides": {"crewmate": side(*numbers, spec=spec)}}
+
+    return {
+        "rq1_base": {"crew": {}, "impostor": {}},
+        "settings": {
+            "default (RQ1)": setting({}, 1.0, 3.0, 4000.0, spec=base),
+            "profile=lean": setting({"profile": "lean"}, 0.7, 1.3, 1500.0, spec=lean),
+            "memory=window": setting(
+                {"memory": "window"}, 1.0, 3.0, 2000.0, spec={**base, "memory": "window"}
+            ),
+            "continuation=on": setting(
+                {"continuation": "on"}, 0.8, 3.0, 4000.0, spec={**base, "continuation": "on"}
+            ),
+        },
+    }
+
+
+def test_the_estimate_starts_from_the_measured_profile() -> None:
+    from controller.tournament.estimate import measured_side
+    from harness_aria.registration import KIND
+
+    figures = _figures()
+    defaults = dict(KIND.facts(AriaArgs()).axes)
+
+    def estimate(**spec: Any) -> Any:
+        axes = KIND.facts(AriaArgs(spec=AriaSpec.model_validate(spec))).axes
+        return measured_side("crewmate", dict(axes), figures, defaults)
+
+    reference = estimate()
+    assert (reference.calls_per_decision, reference.text_in_per_decision) == (3.0, 4000.0)
+    assert reference.notes == ()
+    lean = estimate(profile="lean")
+    assert (lean.decisions_per_seat_step, lean.calls_per_decision) == (0.7, 1.3)
+    assert lean.text_in_per_decision == 1500.0
+    assert lean.notes == ("crewmate: from the measured setting profile=lean",)
+    # a field on top of the lean profile takes its measured ratio to the base
+    window = estimate(profile="lean", memory="window")
+    assert window.text_in_per_decision == pytest.approx(1500.0 * 2000.0 / 4000.0)
+    # the reference with one lean setting given starts from the base
+    continued = estimate(continuation="on")
+    assert continued.decisions_per_seat_step == pytest.approx(0.8)
+    assert continued.calls_per_decision == 3.0
+    # the lean profile with one setting given back to the reference's: nothing measured
+    # for it, so it is named and taken as the lean profile's
+    asked = estimate(profile="lean", continuation="off")
+    assert asked.calls_per_decision == 1.3
+    assert "crewmate continuation=off: not measured, counted as profile=lean" in asked.notes
