@@ -4,9 +4,9 @@ Per side, the figures are measured ones: `token_figures.json` (package data, wri
 `python -m benchmarks.aria_tokens --preset paper`) holds, per ARIA spec setting and per
 side (crewmates, impostors), decisions per seat and step, model calls per decision,
 prompt text and frames per decision and output tokens per decision, and the side's
-resolved spec, from fake-world paper games. A side's spec starts from the measured
-setting whose resolved spec is nearest to it (the RQ1 base, or a setting that changes
-many fields at once, such as another ARIA profile: `profile=lean`); each field that still
+resolved spec, from fake-world paper games. A side's spec starts from the measured RQ1
+base, or from a measured setting that changes many fields at once (another ARIA profile:
+`profile=lean`) when its resolved spec is nearer the side's; each field that still
 differs takes its measured single-field setting's ratio to the base (decisions, calls,
 text, frames and output multiply; cached tokens add their difference), and a field with
 no measured setting is named in the estimate's notes and taken as the start's.
@@ -168,11 +168,16 @@ def measured_side(
     base_spec = _resolved(settings[BASE_SETTING], role, base_spec, defaults)
     want = _full_spec(spec, defaults)
     base = _numbers(settings[BASE_SETTING]["sides"][role])
-    # Start from the measured setting nearest the side's spec (the base on a tie): a
-    # setting that changes many fields at once (another profile) counts as a whole.
+    # Start from the base, or from a measured setting that changes many fields at once
+    # (another profile) when it is nearer the side's spec: it counts as a whole.
     resolved = {label: _resolved(s, role, base_spec, defaults) for label, s in settings.items()}
+    starts = [
+        label
+        for label in resolved
+        if label == BASE_SETTING or len(_differing(resolved[label], base_spec)) > 1
+    ]
     start = min(
-        resolved, key=lambda label: (len(_differing(want, resolved[label])), label != BASE_SETTING)
+        starts, key=lambda label: (len(_differing(want, resolved[label])), label != BASE_SETTING)
     )
     start_spec = resolved[start]
     est = _numbers(settings[start]["sides"][role])
