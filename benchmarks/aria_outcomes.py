@@ -2,7 +2,8 @@
 
 Plays `--seeds` (default 1-24) fake-world paper games with the offline `fake` backend on
 both sides (both sides privileged, the crew with reflection on, everything else at
-`AriaSpec`'s defaults; frames on), as `benchmarks.aria_tokens` does, and prints per game
+`AriaSpec`'s defaults, the `reference` profile; `--change profile=lean` plays the lean
+harness; frames on), as `benchmarks.aria_tokens` does, and prints per game
 the winner, kills, meetings, ejections, tasks done, steps, model calls and input tokens
 (characters / 4 as the fake backend counts), then the totals. `--json FILE` writes the
 per-game rows, so a change to what agents are told can be compared before and after:
