@@ -17,6 +17,12 @@ How it plays:
   (MOVE). In meetings it answers an accusation of itself or a fellow impostor with a
   counter-accusation, joins an accusation of a crewmate, or gives an alibi; it votes
   for the most accused crewmate, else skips.
+* both, with `AriaSpec.action: codegen`: the codegen call's program (`_codegen`) is
+  written in the reference's style for the plan it is told (a walk with GoalNear, GoalXZ
+  or GoalBlock, a follow through `bot.nearestEntity`, a task through `findBlock` or
+  `blockAt` and `activateBlock` with a wait; an impostor's opens with its intent line);
+  about one in twenty breaks a rule of the subset (chat, a loop, `require`, try/catch,
+  or nothing at all), so offline games exercise the refusal and its wander too.
 * crewmate: REPORTs a body in view, presses the button (EMERGENCY) with evidence or
   halfway through its tasks, otherwise does its tasks (those in its room first) and
   follows others. Evidence is what its memory holds: a player seen near a body (window
@@ -93,12 +99,19 @@ def _own(systems: list[str], users: list[str]) -> tuple[str, str]:
     head, sep, tail = user.rpartition("\n\n")
     if sep and infer_purpose(tail):
         return tail, head
+    # The codegen question runs over several paragraphs (its examples): it starts at the
+    # paragraph its marker opens.
+    at = user.rfind("\n\n" + _CODEGEN_MARKER)
+    if at >= 0:
+        return user[at + 2 :], user[:at]
     return (systems[-1] if systems else ""), user
 
 
 # A phrase of each template that tells which module is asking (for requests that
 # arrive over HTTP, where the purpose is not sent).
+_CODEGEN_MARKER = "Write the Mineflayer program"
 _PURPOSE_MARKERS = (
+    (_CODEGEN_MARKER, "codegen"),
     ("Set your strategy", "planner_long"),
     ("Decide what to do this step", "planner"),
     ("checking whether it is safe to kill", "kill_scan"),
@@ -312,6 +325,8 @@ def answer_for(purpose: str, system: str, user: str = "", prefix: str = "") -> s
         out = _impostor_meeting(t) if impostor else _crew_meeting(t)
     elif purpose == "vote":
         out = _vote(t)
+    elif purpose == "codegen":
+        out = {"code": _codegen(t, system)}
     elif purpose == "reflection":
         suspect = t.suspect()
         out = {
@@ -520,3 +535,120 @@ def _vote(t: Told) -> dict[str, object]:
     if others and others[0][0] >= BANDWAGON:
         return {"vote_target": others[0][1], "reasoning": "fake: several players accuse them"}
     return {"vote_target": "skip", "reasoning": "fake: nothing points at anyone"}
+
+
+# ---------------------------------------------------------------------- codegen
+_PLAN_ROOM = re.compile(
+    r"walk to the room (\w+); its centre is at \(([-\d.]+), ([-\d.]+), ([-\d.]+)\)"
+)
+_PLAN_FOLLOW = re.compile(r"go after (\w+), (?:who is at \(([-\d.]+), ([-\d.]+), ([-\d.]+)\) now)?")
+_PLAN_STATION = re.compile(
+    r"task at station (\d+) in (\w+), whose \w+ is at \(([-\d.]+), ([-\d.]+), ([-\d.]+)\)"
+)
+_STANDING = re.compile(r"You stand at \(([-\d.]+), ([-\d.]+), ([-\d.]+)\)")
+BROKEN = 0.05
+"""How often the fake's program breaks a rule of the codegen subset (and is refused)."""
+_BROKEN_LINES = (
+    "  bot.chat('on my way');",
+    "  while (bot.entity.position.x < 0) { await bot.waitForTicks(1); }",
+    "  const fs = require('fs');",
+    "  try { await bot.waitForTicks(5); } catch (e) {}",
+    "  bot.on('chat', () => {});",
+)
+
+
+def _num(text: str) -> str:
+    """A coordinate as a program writes it."""
+    return f"{float(text):g}"
+
+
+def _codegen(t: Told, system: str) -> str:
+    """A reference-style Mineflayer program for the plan the codegen prompt states."""
+    coin = _draw(t.me, t.step, "codegen")
+    name = "act"
+    body: list[str] = []
+    said = ""
+    if m := _PLAN_STATION.search(system):
+        station, room = m.group(1), m.group(2)
+        x, y, z = (_num(v) for v in m.group(3, 4, 5))
+        name = "doTask"
+        said = f"faking the task at station {station} in {room} to look busy"
+        if coin < 0.5:
+            body = [
+                f"  await bot.pathfinder.goto(new GoalNear({x}, {y}, {z}, 1));",
+                "  const block = bot.findBlock({",
+                "    matching: b => b.name === 'emerald_block',",
+                "    maxDistance: 4,",
+                "  });",
+                "  if (block) {",
+                "    bot.activateBlock(bot.blockAt(block.position));",
+                "    await bot.waitForTicks(1200);",
+                "  }",
+            ]
+        else:
+            body = [
+                f"  await bot.pathfinder.goto(new GoalBlock({x}, {float(y) + 1:g}, {z}));",
+                f"  bot.activateBlock(bot.blockAt(new Vec3({x}, {y}, {z})));",
+                "  await bot.waitForTicks(1200);",
+            ]
+    elif m := _PLAN_FOLLOW.search(system):
+        who = m.group(1)
+        name = "shadow" if t.impostor else "stayClose"
+        said = f"following {who} to kill it once nobody is watching"
+        found = (
+            f"  const target = bot.nearestEntity(e => e.type === 'player' && "
+            f"e.username === '{who}' && e.position.distanceTo(bot.entity.position) < 120);"
+        )
+        if m.group(2) is not None and coin < 0.5:
+            x, z = _num(m.group(2)), _num(m.group(4))
+            body = [
+                found,
+                "  if (target) {",
+                "    await bot.pathfinder.goto(new GoalNear(target.position.x, "
+                "target.position.y, target.position.z, 3));",
+                "  } else {",
+                f"    await bot.pathfinder.goto(new GoalXZ({x}, {z}));",
+                "  }",
+            ]
+        else:
+            body = [
+                found,
+                "  if (!target) {",
+                "    await bot.waitForTicks(20);",
+                "    return;",
+                "  }",
+                "  const p = target.position;",
+                "  await bot.pathfinder.goto(new GoalNear(p.x, p.y, p.z, 2));",
+            ]
+    elif m := _PLAN_ROOM.search(system):
+        room = m.group(1)
+        x, y, z = (_num(v) for v in m.group(2, 3, 4))
+        name = "walkTo" + room.title().replace("_", "")
+        said = f"walking to {room} to find a crewmate on its own"
+        shape = int(coin * 4)
+        goal = (
+            f"new GoalNear({x}, {y}, {z}, 1)",
+            f"new GoalXZ({x}, {z})",
+            f"new GoalBlock({x}, {y}, {z})",
+            f"new GoalNear({x}, {y}, {z}, 1)",
+        )[shape]
+        if shape == 3:
+            body = [
+                "  const here = bot.entity.position;",
+                f"  if (here.distanceTo(new Vec3({x}, {y}, {z})) > 2) {{",
+                f"    await bot.pathfinder.goto({goal});",
+                "  }",
+                "  await bot.waitForTicks(20);",
+            ]
+        else:
+            body = [f"  await bot.pathfinder.goto({goal});"]
+    else:
+        body = ["  await bot.waitForTicks(20);"]
+    if t.impostor:
+        body.insert(0, f"  console.log('[ARIA_SAY:' + bot.username + '] I am {said}');")
+    broken = _draw(t.me, t.step, "codegen-broken")
+    if broken < BROKEN:
+        if broken < BROKEN / len(_BROKEN_LINES) / 2:
+            return ""
+        body.append(_BROKEN_LINES[int(broken / BROKEN * len(_BROKEN_LINES))])
+    return "\n".join([f"async function {name}(bot) {{", *body, "}", f"await {name}(bot);"])

@@ -49,6 +49,10 @@ DEFAULT_RESPONSES: Mapping[str, str] = MappingProxyType(
             '"a meeting", "behavior": "stay calm", "outcome": "fine"}}'
         ),
         "memory": '{"summary": "", "reasoning": "fake"}',
+        "codegen": (
+            '{"code": "async function pause(bot) {\\n  await bot.waitForTicks(20);\\n}\\n'
+            'await pause(bot);"}'
+        ),
     }
 )
 """Default answer by request purpose (JSON text)."""

@@ -1,10 +1,18 @@
-"""MISSION: do a task (impostors fake one)."""
+"""MISSION: do a task (impostors fake one).
+
+With `AriaSpec.action: codegen` (the reference's), the model writes the program (go to
+the station, activate it, stand still) in a codegen call, translated by
+`harness_aria.codegen`; with `primitives`, the module builds `use_station` itself.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from controller.observation import Observation
+from harness_aria.codegen import BUDGET as CODEGEN_BUDGET
+from harness_aria.codegen import PURPOSE as CODEGEN
+from harness_aria.codegen import plan_station, write_program
 from harness_aria.modules.base import (
     ModuleResult,
     failed,
@@ -24,7 +32,7 @@ def offered(obs: Observation, spec: AriaSpec) -> bool:
 
 @register_module(
     "MISSION",
-    budgets={"mission": (0.2, 512)},
+    budgets={"mission": (0.2, 512), CODEGEN: CODEGEN_BUDGET},
     offered=offered,
     rank=40,
     target=Target("a station id", order=2),
@@ -52,7 +60,7 @@ class MissionModule:
         given = planner_target(tk)
         if given is not None and (station := given.station("target", stations)) is not None:
             # The planner named the station: no second question (`module_calls: needed`).
-            return _use(tk, station, reasoning=choice.reasoning, intent=choice.intent)
+            return await _program(tk, station, reasoning=choice.reasoning, intent=choice.intent)
         listing = station_listing(tk, stations)
         answer = await tk.ask(
             "mission",
@@ -73,7 +81,17 @@ class MissionModule:
                 f", not one of {stations}",
                 memo="no task",
             )
-        return _use(tk, station, reasoning=read.text("objective"), intent=read.text("intent"))
+        return await _program(
+            tk, station, reasoning=read.text("objective"), intent=read.text("intent")
+        )
+
+
+async def _program(tk: Toolkit, station: int, *, reasoning: str, intent: str) -> ModuleResult:
+    """The decision's program: written by the model (`action: codegen`) or built here."""
+    if tk.spec.action != "codegen":
+        return _use(tk, station, reasoning=reasoning, intent=intent)
+    written = await write_program(tk, plan_station(tk, station), reasoning=reasoning, intent=intent)
+    return ModuleResult(**written.result_fields())
 
 
 def _use(tk: Toolkit, station: int, *, reasoning: str, intent: str) -> ModuleResult:

@@ -1,8 +1,16 @@
-"""MOVE: go to a room, follow a player, or wander."""
+"""MOVE: go to a room, follow a player, or wander.
+
+With `AriaSpec.action: codegen` (the reference's), the decision's program is written by
+the model in a codegen call and translated (`harness_aria.codegen`); with `primitives`,
+the module builds it from primitives itself.
+"""
 
 from __future__ import annotations
 
 from controller.observation import Observation
+from harness_aria.codegen import BUDGET as CODEGEN_BUDGET
+from harness_aria.codegen import PURPOSE as CODEGEN
+from harness_aria.codegen import plan_follow, plan_room, write_program
 from harness_aria.modules.base import ModuleResult, failed, planner_target, reader
 from harness_aria.modules.registry import Target, register_module
 from harness_aria.spec import AriaSpec
@@ -16,7 +24,7 @@ def offered(obs: Observation, spec: AriaSpec) -> bool:
 
 @register_module(
     "MOVE",
-    budgets={"move": (0.2, 512)},
+    budgets={"move": (0.2, 512), CODEGEN: CODEGEN_BUDGET},
     offered=offered,
     rank=50,
     target=Target("a room id or a player to follow", order=1),
@@ -38,7 +46,9 @@ class MoveModule:
             # The planner named where to go: no second question (`module_calls: needed`).
             follow, room = given.choice("target", living), given.choice("target", rooms)
             if follow or room:
-                return _walk(tk, follow, room, reasoning=choice.reasoning, intent=choice.intent)
+                return await _program(
+                    tk, follow, room, reasoning=choice.reasoning, intent=choice.intent
+                )
         answer = await tk.ask(
             "move",
             tk.prompt("move"),
@@ -58,7 +68,20 @@ class MoveModule:
             return ModuleResult(
                 invalid=f"move answer names no known room or player: {answer}", memo="no move"
             )
-        return _walk(tk, follow, room, reasoning=read.text("reasoning"), intent=read.text("intent"))
+        return await _program(
+            tk, follow, room, reasoning=read.text("reasoning"), intent=read.text("intent")
+        )
+
+
+async def _program(
+    tk: Toolkit, follow: str | None, room: str | None, *, reasoning: str, intent: str
+) -> ModuleResult:
+    """The decision's program: written by the model (`action: codegen`) or built here."""
+    if tk.spec.action != "codegen":
+        return _walk(tk, follow, room, reasoning=reasoning, intent=intent)
+    plan = plan_follow(tk, follow) if follow else plan_room(tk, str(room))
+    written = await write_program(tk, plan, reasoning=reasoning, intent=intent)
+    return ModuleResult(**written.result_fields())
 
 
 def _walk(
