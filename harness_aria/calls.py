@@ -19,6 +19,11 @@ exactly, from 1,024 tokens; `ask` also sends the agent's `cache_key` as OpenAI's
 Each text is stored once in the run folder (`prompts/<sha256>.txt`, see `PromptStore`)
 and the call record holds the hashes, so a judge can read exactly what an agent was told.
 
+How each call samples is the side's `CallSetup.sampling` (`AriaSpec.call_sampling`):
+`reference` sends each call kind the reference's temperature and token limit
+(`REFERENCE_SAMPLING`), `model` the module's registered budget under the side's own
+settings (`harness_aria.backends.settings.resolve_sampling`).
+
 Failures that no model answer can fix stop the game (`status: invalid`) instead of being
 counted as moves: a refused request (HTTP 400/413/422, naming the setting), a missing
 model or path (HTTP 404, naming the model and the base address), exhausted quota and
@@ -36,7 +41,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,6 +58,34 @@ from harness_aria.prompts import PREFIX_GROUPS, Prompt
 
 TRUNCATION_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 """Finish reasons meaning the answer was cut off (OpenAI `length`, Anthropic `max_tokens`)."""
+
+CallSampling = Literal["reference", "model"]
+"""How a side's calls sample (`AriaSpec.call_sampling`)."""
+
+REFERENCE_SAMPLING: dict[str, tuple[float | None, int]] = {
+    "planner": (0.3, 256),
+    "planner_long": (0.3, 256),
+    "reflection": (0.3, 256),
+    "belief_update": (0.2, 256),
+    "meeting": (0.7, 256),
+    "vote": (0.2, 256),
+    "kill_scan": (0.2, 256),
+    "surveillance": (0.2, 256),
+    "report": (0.2, 256),
+    "emergency": (0.2, 256),
+    "move": (None, 512),
+    "mission": (None, 512),
+    "codegen": (0.2, 1024),
+}
+"""(temperature, max_tokens) of each call kind as the reference's agent builds its
+models (`mineland/aria/aria_agent.py`): planners and reflection 0.3/256, the memory's
+belief update 0.2/256, meeting 0.7/256, vote and the frame judgements (kill scan,
+surveillance, report, emergency) 0.2/256, codegen 0.2/1024, and MOVE and MISSION the
+model config's own: its temperature (None: the side's `temperature` if set, else the
+model's default, nothing sent) and 512 tokens (the side's `max_tokens` if set). A call
+with a temperature here is sent `fixed_sampling` (the side's settings do not override
+it); a purpose not listed (e.g. ESCORT, which the reference lacks) keeps its registered
+budget under the side's settings."""
 
 _PICTURE = re.compile(r"\[\[picture:\s*(.*?)\]\]", re.S)
 _TEXT_ONLY = re.compile(r"\[\[text:\s*(.*?)\]\]", re.S)
@@ -214,6 +247,9 @@ class CallSetup:
     """The side's run of identical failures (one side, one setup: see `FailureStreak`)."""
     cache_scope: str = ""
     """What sets this game's cache keys apart from another's (see `cache_key`)."""
+    sampling: CallSampling = "reference"
+    """How the side's calls sample (`AriaSpec.call_sampling`): `reference`, each call
+    kind's `REFERENCE_SAMPLING`; `model`, the caller's budget under the side's settings."""
 
     def cache_key(self, agent: str) -> str:
         """The key an agent's requests carry to providers that route prompt caches by one
@@ -226,6 +262,16 @@ class CallSetup:
         """The prefix a call of `purpose` starts with."""
         group = PREFIX_GROUPS.get(purpose, "decide")
         return self.prefixes.get(group, self.shared_prefix)
+
+    def sampling_for(
+        self, purpose: str, temperature: float | None, max_tokens: int
+    ) -> tuple[float | None, int, bool]:
+        """(temperature, max_tokens, fixed) a call of `purpose` is sent, from the caller's
+        budget and the side's `sampling` (see `REFERENCE_SAMPLING`)."""
+        if self.sampling == "reference" and purpose in REFERENCE_SAMPLING:
+            ref_temperature, ref_tokens = REFERENCE_SAMPLING[purpose]
+            return ref_temperature, ref_tokens, ref_temperature is not None
+        return temperature, max_tokens, False
 
 
 class HarnessedBackend:
@@ -420,7 +466,7 @@ async def ask(
     prompts: list[Prompt],
     image: bytes | None = None,
     max_tokens: int = 256,
-    temperature: float = 0.2,
+    temperature: float | None = 0.2,
     question: str = "",
     cache_key: str = "",
 ) -> CallRecord:
@@ -430,6 +476,8 @@ async def ask(
     system message, only if not empty) and the user message: `user`, then `question`
     after a blank line (see the module docstring for why the question is last).
     `cache_key` (the agent) goes to providers that route prompt caches by a key.
+    `temperature` and `max_tokens` are the caller's budget; the side's `sampling`
+    decides what is sent (`CallSetup.sampling_for`).
 
     Raises:
         GameStopping: the quota is exhausted or the credentials are refused.
@@ -456,10 +504,12 @@ async def ask(
     if system:
         messages.append(Message(role="system", text=system))
     messages.append(Message(role="user", text=user, images=[image] if use_image and image else []))
+    temperature, max_tokens, fixed = setup.sampling_for(purpose, temperature, max_tokens)
     request = ModelRequest(
         messages=messages,
         max_tokens=max_tokens,
         temperature=temperature,
+        fixed_sampling=fixed,
         purpose=purpose,
         cache_key=cache_key,
     )

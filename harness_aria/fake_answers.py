@@ -123,6 +123,7 @@ _PURPOSE_MARKERS = (
     ("your turn to speak in the meeting", "meeting"),
     ("Vote now", "vote"),
     ("The meeting is over. Reflect", "reflection"),
+    ("Update your beliefs about the players", "belief_update"),
 )
 
 
@@ -334,9 +335,36 @@ def answer_for(purpose: str, system: str, user: str = "", prefix: str = "") -> s
             "suspicion_deltas": {suspect: 0.1} if suspect and not impostor else {},
             "skill": {"situation": "a meeting", "behavior": "stay calm", "outcome": "fine"},
         }
+    elif purpose == "belief_update":
+        out = {"updates": _belief_updates(t, user)}
     else:
         out = {"reasoning": "fake"}
     return json.dumps(out)
+
+
+_EVENT_SPEECH = re.compile(r"^\s+step \d+: <(\w+)> (.*)$", re.M)
+"""A player's line among a belief update's events (`  step 12: <Red> I saw ...`)."""
+
+
+def _belief_updates(t: Told, user: str) -> list[dict[str, object]]:
+    """A belief update from the events it is shown: +0.1 for each player another
+    player accused in them (never itself or, for an impostor, a fellow impostor), by
+    name, with the accusers in the note."""
+    accused: dict[str, set[str]] = {}
+    for speaker, text in _EVENT_SPEECH.findall(user):
+        if not _ACCUSING.search(text):
+            continue
+        for name in _names(text):
+            if name not in (speaker.lower(), t.me) and name not in t.teammates:
+                accused.setdefault(name, set()).add(speaker.lower())
+    return [
+        {
+            "player": name,
+            "suspicion_delta": 0.1,
+            "note": "accused by " + ", ".join(sorted(by)) + " in the meeting",
+        }
+        for name, by in sorted(accused.items())
+    ]
 
 
 def _planner(t: Told, system: str, user: str, rooms: list[str]) -> dict[str, object]:

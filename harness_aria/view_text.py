@@ -10,15 +10,37 @@ blocks players stand on, and writes the roster and earlier meetings' ballots den
 every player's last-known room, position and age; every ballot, grouped by whom it was
 for. Nothing else the view holds is dropped (tested: `tests/harness_aria/test_view_text.py`).
 `render_look` is the short view of the calls that judge a frame.
+
+Under `AriaSpec.prompt_content: reference` the view opens with the per-agent part of the
+reference's personal message (the side's part is in the shared prefix,
+`harness_aria.prompts.personal_message`): who the agent is and its fellow impostors, and
+a crewmate's assigned tasks with their stations' positions, all of them in assignment
+order (the reference's message lists them whatever the state mode), so the line stays
+the same all game.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 from controller.events import Vec3
-from controller.observation import ChatEntry, MeetingRecord
-from controller.views import InView, StateView, dead_line, meeting_cause, meeting_result
+from controller.observation import ChatEntry, MeetingRecord, Observation
+from controller.views import (
+    InView,
+    StateView,
+    TaskLocation,
+    dead_line,
+    meeting_cause,
+    meeting_result,
+)
+
+if TYPE_CHECKING:
+    from world.geometry import ShipGeometry
+
+PromptContent = Literal["reference", "lean"]
+"""What each call is told (`AriaSpec.prompt_content`)."""
 
 
 def _cap(name: str) -> str:
@@ -67,9 +89,40 @@ def meeting_line(m: MeetingRecord) -> str:
     return f"#{m.index} (step {m.step}): {why}; {result}. Votes: {'; '.join(parts) or 'none'}."
 
 
-def render_view(v: StateView) -> str:
+def render_view(v: StateView, content: PromptContent = "reference") -> str:
     """The whole state view as text (what `decision.view_text` records)."""
-    return joined_view(render_view_layout(v))
+    return joined_view(render_view_layout(v, content))
+
+
+def assigned_missions(obs: Observation, geometry: ShipGeometry) -> list[TaskLocation]:
+    """An agent's assigned tasks with their stations, in assignment order, from its
+    observation and the map: the crewmate's part of the reference's personal message,
+    whatever the state mode (an ego view carries no task locations of its own)."""
+    done = set(obs.tasks_done)
+    return [
+        TaskLocation(
+            station=s,
+            room=geometry.station_room(s),
+            pos=geometry.station_pos(s),
+            done=s in done,
+        )
+        for s in obs.tasks
+    ]
+
+
+def _personal(
+    v: StateView, content: PromptContent, missions: Sequence[TaskLocation] | None
+) -> list[str]:
+    """The per-agent lines of the reference's personal message after the identity line:
+    a crewmate's assigned tasks and their stations (none under `lean`, or when neither
+    `missions` nor the view holds them)."""
+    if content != "reference" or v.role != "crewmate":
+        return []
+    tasks = missions if missions is not None else v.tasks
+    if not tasks:
+        return []
+    listing = "; ".join(f"{t.station} in {t.room} {_xz(t.pos)}" for t in tasks)
+    return [f"Your assigned tasks (station in room (x, z)): {listing}."]
 
 
 def joined_view(parts: tuple[str, str, str]) -> str:
@@ -100,18 +153,27 @@ def _sight(v: StateView) -> list[str]:
     return lines
 
 
-def render_look(v: StateView) -> str:
+def render_look(
+    v: StateView,
+    content: PromptContent = "reference",
+    missions: Sequence[TaskLocation] | None = None,
+) -> str:
     """What a call that judges a frame is given (KILL's witness scan, SURVEILLANCE): who
-    the agent is, the dead, where it stands and faces, and whom and which bodies it can
-    see. The reference's scan and surveillance prompts carry no state at all; memory,
+    the agent is (under `reference` content with its part of the personal message), the
+    dead, where it stands and faces, and whom and which bodies it can see. The
+    reference's scan and surveillance prompts carry no state at all; memory, pending
     tasks, the roster and chat are left out here, as they say nothing about a picture."""
-    lines = [_identity(v)]
+    lines = [_identity(v), *_personal(v, content, missions)]
     if v.dead:
         lines.append(dead_line(v.dead, v.body_rooms))
     return "\n".join([*lines, _where(v), *_sight(v)])
 
 
-def render_view_layout(v: StateView) -> tuple[str, str, str]:
+def render_view_layout(
+    v: StateView,
+    content: PromptContent = "reference",
+    missions: Sequence[TaskLocation] | None = None,
+) -> tuple[str, str, str]:
     """The state view in three parts: the facts that change rarely (who the agent is,
     earlier meetings, the dead, bodies seen), which open every prompt's user text so that
     an agent's successive calls share a long identical start (the part a provider's
@@ -121,10 +183,14 @@ def render_view_layout(v: StateView) -> tuple[str, str, str]:
     and memory. In a meeting the rest ends with the lines of the moment (step, place,
     whose turn it is) and the roster gives each sighting's step rather than its age, so
     an agent's successive calls of one meeting share everything through the end of the
-    earlier call's chat."""
+    earlier call's chat.
+
+    Under `content: reference` the head's identity line is followed by the agent's part
+    of the personal message (a crewmate's assigned tasks with their stations: `missions`
+    when given, which an ego view needs, else the view's own task list)."""
     sb = v.scoreboard
     crew = v.role == "crewmate"
-    head = [_identity(v)]
+    head = [_identity(v), *_personal(v, content, missions)]
     if v.past_meetings:
         head.append("Earlier meetings:")
         head += [f"  {meeting_line(m)}" for m in v.past_meetings]

@@ -44,9 +44,18 @@ class ModelRequest(BaseModel):
 
     messages: list[Message]
     max_tokens: int = 256
-    """The caller's token budget (the side's `max_tokens` setting overrides it)."""
-    temperature: float = 0.2
-    """The caller's temperature (the side's `temperature` setting overrides it)."""
+    """The caller's token budget (the side's `max_tokens` setting overrides it, unless
+    `fixed_sampling`)."""
+    temperature: float | None = 0.2
+    """The caller's temperature (the side's `temperature` setting overrides it, unless
+    `fixed_sampling`); None asks for the side's setting, else the model's own default
+    (nothing is sent)."""
+    fixed_sampling: bool = False
+    """The temperature and `max_tokens` are the call kind's own (`AriaSpec.call_sampling:
+    reference`, `harness_aria.calls.REFERENCE_SAMPLING`): the side's `temperature` and
+    `max_tokens` settings do not override them (a None temperature still takes the
+    side's). The model's own constraints still apply (a reasoning model is sent no
+    temperature and its token floor)."""
     json_mode: bool = True
     """Ask for a JSON object answer where the API supports it."""
     purpose: str = ""

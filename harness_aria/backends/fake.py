@@ -49,6 +49,7 @@ DEFAULT_RESPONSES: Mapping[str, str] = MappingProxyType(
             '"a meeting", "behavior": "stay calm", "outcome": "fine"}}'
         ),
         "memory": '{"summary": "", "reasoning": "fake"}',
+        "belief_update": '{"updates": []}',
         "codegen": (
             '{"code": "async function pause(bot) {\\n  await bot.waitForTicks(20);\\n}\\n'
             'await pause(bot);"}'
@@ -206,6 +207,9 @@ class FakeBackend:
             latency_ms=(time.perf_counter() - started) * 1000,
             cost_usd=0.0,
             attempts=1,
-            sent={"temperature": request.temperature, "max_tokens": request.max_tokens},
+            sent={
+                "max_tokens": request.max_tokens,
+                **({} if request.temperature is None else {"temperature": request.temperature}),
+            },
             finish_reason="stop",
         )

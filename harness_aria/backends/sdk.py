@@ -99,6 +99,7 @@ class SDKBackend(Generic[C]):
             self.settings.model,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
+            fixed=request.fixed_sampling,
         )
         return request, sampling
 

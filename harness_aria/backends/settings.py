@@ -137,11 +137,16 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     temperature: float | None = Field(default=None, ge=0, le=2)
-    """One temperature for every call of the side; None keeps the per-purpose reference
-    temperatures (0.2-0.7) where the model accepts a temperature, for every provider."""
+    """With `AriaSpec.call_sampling: model`, one temperature for every call of the side
+    (None keeps the per-purpose temperatures, 0.2-0.7, where the model accepts one).
+    With `call_sampling: reference` (the default profile), only the temperature of the
+    calls the reference leaves at the model's default (MOVE, MISSION), as the
+    reference's model config; None sends none there."""
     max_tokens: int | None = Field(default=None, ge=1)
-    """Output token limit of every call; None keeps the per-purpose budget (256/512),
-    raised to the model's floor (reasoning models spend tokens before answering)."""
+    """With `call_sampling: model`, the output token limit of every call (None keeps the
+    per-purpose budget, 256/512, raised to the model's floor: reasoning models spend
+    tokens before answering). With `call_sampling: reference`, only that of the calls
+    without a fixed reference setting (MOVE, MISSION: 512 when unset)."""
     seed: int | None = None
     """Sampling seed (OpenAI `seed`; Anthropic has none, so it is not sent there)."""
     reasoning_effort: ReasoningEffort | None = None
@@ -205,24 +210,47 @@ class Sampling:
 
 
 def resolve_sampling(
-    model: str, settings: ModelSettings, *, temperature: float, max_tokens: int
+    model: str,
+    settings: ModelSettings,
+    *,
+    temperature: float | None,
+    max_tokens: int,
+    fixed: bool = False,
 ) -> Sampling:
     """The settings one call sends: the side's, else the model's defaults, else the caller's.
+
+    Without `fixed` (`AriaSpec.call_sampling: model`) the side's `temperature` and
+    `max_tokens`, when set, are sent as given for every call; unset, the caller's
+    per-purpose values (a model that takes no temperature is sent none, and the budget
+    is raised to the model's floor). With `fixed` (the call kind's own settings,
+    `call_sampling: reference`) the caller's temperature and budget win over the side's
+    (still none for a model that takes no temperature, and the floor). A caller's
+    temperature of None (the reference's "the model's default": MOVE and MISSION, sent
+    unfixed) takes the side's `temperature` if set, else sends none.
 
     Args:
         model: The model name.
         settings: The side's model settings.
-        temperature: The caller's (per-purpose) temperature.
+        temperature: The caller's (per-purpose) temperature; None for the model's own.
         max_tokens: The caller's (per-purpose) token budget.
+        fixed: The caller's settings are the call kind's own (not overridden by the side).
 
     Returns:
         What to send.
     """
     defaults = model_defaults(model)
-    temp: float | None = settings.temperature
-    if temp is None and defaults.temperature:
-        temp = temperature
-    limit = settings.max_tokens or max(max_tokens, defaults.max_tokens_floor)
+    own = temperature if defaults.temperature else None
+    temp: float | None
+    if fixed and temperature is not None:
+        temp = own
+    elif settings.temperature is not None:
+        temp = settings.temperature  # the side's own choice is sent as given
+    else:
+        temp = own
+    if settings.max_tokens and not fixed:
+        limit = settings.max_tokens
+    else:
+        limit = max(max_tokens, defaults.max_tokens_floor)
     return Sampling(
         temperature=temp,
         max_tokens=limit,

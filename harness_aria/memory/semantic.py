@@ -1,4 +1,11 @@
-"""Semantic memory: a belief table per player instead of a step log."""
+"""Semantic memory: a belief table per player instead of a step log.
+
+Beliefs move by rules (seen near a body, accused in a meeting, blamed by this agent) and
+by reflection's deltas. With `AriaSpec.belief_update: llm` (the reference's "semantic +
+LLM") the memory also keeps the game's messages as events (the last `EVENTS_SHOWN`), and
+a model call reads them with the beliefs and returns per-player suspicion changes and
+notes (`harness_aria.reflection.beliefs`), after the meeting's reflection.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +21,15 @@ from harness_aria.memory.base import (
     register_memory,
     worth_remembering,
 )
+from harness_aria.view_text import chat_line
 
 NOTES_PER_PLAYER = 10
 OWN_ACTIONS_KEPT = 10
 OWN_ACTIONS_SHOWN = 6
 NEAR_BODY = 6.0
 ACCUSING = re.compile(r"\b(suspect|sus|vote|saw|killed|lying|liar)\b", re.I)
+EVENTS_SHOWN = 20
+"""Events a belief update reads: the last 20, as the reference's."""
 
 
 @dataclass
@@ -32,15 +42,25 @@ class Belief:
     """(step, what the player said)."""
 
 
-@register_memory("semantic", lambda spec: {"k": spec.window_k})
+@register_memory("semantic", lambda spec: {"k": spec.window_k, "belief_update": spec.belief_update})
 class SemanticMemory:
     """Per-player suspicion, notes and claims; the last three meeting summaries.
 
     Rules update it from what the agent perceives (being seen near a body raises
-    suspicion; so does being accused in a meeting); reflection adds its deltas.
+    suspicion; so does being accused in a meeting); reflection adds its deltas; with
+    `belief_update: llm` a model call adds its own (`harness_aria.reflection.beliefs`).
+
+    Args:
+        k: Notes kept.
+        belief_update: `rule` or `llm` (`AriaSpec.belief_update`).
     """
 
-    def __init__(self, k: int = 10) -> None:
+    def __init__(self, k: int = 10, belief_update: str = "rule") -> None:
+        self.belief_update = belief_update
+        self.events: deque[tuple[int, str]] = deque(maxlen=EVENTS_SHOWN)
+        """The game's messages since the last belief update (`llm` only): the last
+        `EVENTS_SHOWN`, (step, line)."""
+        self._seen_chat: set[int] = set()
         self.beliefs: dict[str, Belief] = {}
         self.meetings: deque[str] = deque(maxlen=3)
         self.facts: deque[tuple[int, str]] = deque(maxlen=k)
@@ -82,6 +102,11 @@ class SemanticMemory:
         for c in obs.chat:
             if c.kind == "server":
                 self.meetings.append(f"step {c.step}: {c.text}")
+        if self.belief_update == "llm":
+            for c in [*obs.meeting_chat, *obs.chat]:
+                if c.index not in self._seen_chat:
+                    self._seen_chat.add(c.index)
+                    self.events.append((c.step, chat_line(c)))
 
     def record(self, step: int, module: str, summary: str) -> None:
         """Semantic memory keeps no step log; decisions are not stored."""
@@ -101,6 +126,28 @@ class SemanticMemory:
     def suspicion(self) -> dict[str, float]:
         """Suspicion per player."""
         return {p: b.suspicion for p, b in self.beliefs.items()}
+
+    def beliefs_text(self) -> str:
+        """The beliefs as a belief update reads them: each player's suspicion and notes."""
+        lines = ["Your current beliefs (suspicion 0-1, with your notes):"]
+        for player, b in sorted(self.beliefs.items()):
+            notes = "; ".join(b.notes)
+            lines.append(f"  {player}: {b.suspicion:.2f}" + (f"; {notes}" if notes else ""))
+        if len(lines) == 1:
+            lines.append("  none yet")
+        return "\n".join(lines)
+
+    def events_text(self) -> str:
+        """The events a belief update reads (the last `EVENTS_SHOWN`), '' for none."""
+        if not self.events:
+            return ""
+        lines = [f"Recent events (the last {len(self.events)}):"]
+        lines += [f"  step {step}: {line}" for step, line in self.events]
+        return "\n".join(lines)
+
+    def clear_events(self) -> None:
+        """Forget the events a belief update has read (or tried to)."""
+        self.events.clear()
 
     def text(self) -> str:
         """The belief table, notes, then own actions (the part that changes every step

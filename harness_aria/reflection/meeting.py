@@ -18,6 +18,7 @@ from typing import Any
 from harness_aria.modules.base import reader
 from harness_aria.parsing import AnswerReader
 from harness_aria.reflection.base import Skill, register_reflector
+from harness_aria.reflection.beliefs import update_beliefs
 from harness_aria.toolkit import Toolkit
 
 MAX_DELTA = 0.3
@@ -46,7 +47,13 @@ class MeetingReflection:
         return "\n".join(lines)
 
     async def after_meeting(self, tk: Toolkit, recap: str) -> None:
-        """Insights into memory, suspicion deltas (clamped to ±0.3), one observed skill."""
+        """Insights into memory, suspicion deltas (clamped to ±0.3), one observed skill;
+        then the model's belief update where the memory takes one (`belief_update: llm`,
+        `harness_aria.reflection.beliefs`), as the reference runs it after reflection."""
+        await self._reflect(tk, recap)
+        await update_beliefs(tk)
+
+    async def _reflect(self, tk: Toolkit, recap: str) -> None:
         answer = await tk.ask("reflection", tk.prompt("reflection"), extra=recap)
         if answer is None:
             return

@@ -146,8 +146,9 @@ def test_prompt_axis_changes_templates_and_hashes(tmp_path: Path) -> None:
     assert not any("Tactics" in t for t in mini.texts("planner", "system"))
     refs_det = {p for d in decisions(tmp_path / "d") for c in d.calls for p in c["prompts"]}
     refs_min = {p for d in decisions(tmp_path / "m") for c in d.calls for p in c["prompts"]}
-    assert any(r.startswith("deterministic/planner_crewmate@") for r in refs_det)
-    assert any(r.startswith("minimal/planner_crewmate@") for r in refs_min)
+    # the default profile's reference content: `reference/<style>/...`
+    assert any(r.startswith("reference/deterministic/planner_crewmate@") for r in refs_det)
+    assert any(r.startswith("reference/minimal/planner_crewmate@") for r in refs_min)
     # every reference carries the template's hash
     assert all("@" in r and len(r.split("@")[1]) == 12 for r in refs_det | refs_min)
 

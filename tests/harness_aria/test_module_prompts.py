@@ -56,8 +56,8 @@ def test_picture_wording_is_kept_when_a_picture_is_sent() -> None:
 
 
 def test_shared_prefix_is_lean_by_default_and_the_map_extras_are_options() -> None:
-    prefix = shared_prefix(GEOMETRY, RulesConfig())
-    assert prefix == shared_prefix(GEOMETRY, RulesConfig())  # stable: nothing per call
+    prefix = shared_prefix(GEOMETRY, RulesConfig(), content="lean")
+    assert prefix == shared_prefix(GEOMETRY, RulesConfig(), content="lean")  # nothing per call
     for room, near in GEOMETRY.adjacency().items():
         assert f"- {room}: {', '.join(near)}" in prefix  # room adjacency, as the reference
     assert not PICTURE_WORDS.search(prefix)
@@ -65,8 +65,8 @@ def test_shared_prefix_is_lean_by_default_and_the_map_extras_are_options() -> No
     for extra in ("Walking distance", "Corridors", "```"):
         assert extra not in prefix
     assert count_tokens(prefix, "gpt-4.1-mini") < 1000
-    tables = shared_prefix(GEOMETRY, RulesConfig(), map_detail="tables")
-    full = shared_prefix(GEOMETRY, RulesConfig(), map_detail="full")
+    tables = shared_prefix(GEOMETRY, RulesConfig(), map_detail="tables", content="lean")
+    full = shared_prefix(GEOMETRY, RulesConfig(), map_detail="full", content="lean")
     assert "Walking distance" in tables and "```" not in tables
     assert "Walking distance" in full and "```" in full
     assert (
@@ -84,7 +84,7 @@ def test_shared_prefix_is_lean_by_default_and_the_map_extras_are_options() -> No
     assert f"the top-left character is the block x = {x0}, z = {z0}" in full
     assert GEOMETRY.render_ascii(ghost_area=False) in full
     # A crewmate's prefix names no impostor-only field; the impostors' explains them.
-    impostor = shared_prefix(GEOMETRY, RulesConfig(), role="impostor")
+    impostor = shared_prefix(GEOMETRY, RulesConfig(), role="impostor", content="lean")
     assert "intent" not in prefix and "intent" in impostor
     assert max(CACHE_MINIMUM_TOKENS.values()) > count_tokens(impostor, "gpt-4.1-mini")
 
@@ -197,7 +197,10 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
                 "## Players\n": group == "look",
                 "## The map": group == "decide",
                 "## How to answer": True,
-                "## Conduct": group != "look",
+                # the default profile's reference content: the personal message in every
+                # group, in place of the lean conduct lines
+                "## Conduct": False,
+                "## Your role": True,
             }
             for section, held in sections.items():
                 assert whole.count(section) == int(held), (call["purpose"], section)

@@ -36,7 +36,7 @@ def test_roster_is_dense_and_keeps_every_living_player(scene: Any) -> None:
     )
     knowledge.update(first)
     view = knowledge.view(knowledge.update(scene.obs(step=6, tick=600)))
-    text = render_view(view)
+    text = render_view(view, "lean")  # the lean view: the same facts, densely
     roster = next(line for line in text.splitlines() if line.startswith("Roster"))
     assert "Blue cafeteria (" in roster and "3 steps ago" in roster
     assert "Green never seen" in roster
