@@ -34,7 +34,12 @@ from harness_aria.planner import PLANNERS, Planner
 from harness_aria.reflection import REFLECTORS, Reflector
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
-from harness_aria.view_text import joined_view, render_look, render_view_layout
+from harness_aria.view_text import (
+    assigned_missions,
+    joined_view,
+    render_look,
+    render_view_layout,
+)
 from world.geometry import ShipGeometry
 
 CONTINUABLE_OPS = frozenset({"go_to", "use_station", "look"})
@@ -167,7 +172,11 @@ class AriaAgent:
             obs = actions_for_view(obs, obs.players)
         self.memory.observe(obs)
         view = self.knowledge.view(obs)
-        layout = render_view_layout(view)
+        content = self.spec.prompt_content
+        # the crewmate's part of the reference's personal message: its assigned tasks and
+        # their stations, in every state mode (an ego view carries no task locations)
+        missions = assigned_missions(obs, self.geometry) if obs.role == "crewmate" else None
+        layout = render_view_layout(view, content, missions)
         view_head, view_tasks, _ = layout
         view_text = joined_view(layout)
         tk = Toolkit(
@@ -185,7 +194,7 @@ class AriaAgent:
             memory=self.memory,
             skills_text=self.reflector.skills_text(),
             plan_text=self.planner.plan_text,
-            look_text=render_look(view),
+            look_text=render_look(view, content, missions),
             impostors_may_skip=self.impostors_may_skip,
         )
         self._learn(obs)

@@ -189,13 +189,16 @@ class AriaKind:
             else None
         )
         role = "impostor" if context.side == "impostor" else "crewmate"
-        prefixes = shared_prefixes(context.geometry, rules, role, args.spec.map_detail)
+        prefixes = shared_prefixes(
+            context.geometry, rules, role, args.spec.map_detail, args.spec.prompt_content
+        )
         setup = CallSetup(
             shared_prefix=prefixes["decide"],
             prefixes=prefixes,
             store=store,
             separate_prefix=args.shared_prefix,
             cache_scope=cache_scope(context),
+            sampling=args.spec.call_sampling,
         )
         backend = HarnessedBackend(build_backend(args), setup)
 

@@ -134,7 +134,7 @@ class Toolkit:
 
     def prompt(self, name: str) -> Prompt:
         """A template of this agent's prompt style."""
-        return load_prompt(name, self.spec.prompt)
+        return load_prompt(name, self.spec.prompt, self.spec.prompt_content)
 
     def context(self, purpose: str = "planner") -> str:
         """The dynamic part of a prompt: state view, memory, plan, and for the planners'

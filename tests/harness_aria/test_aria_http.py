@@ -134,9 +134,12 @@ def test_refused_setting_stops_the_game_naming_it(
     assert summary["counts"]["invalid_decisions"] == 0
 
 
-@pytest.mark.parametrize("layout", ["as shipped", "moment first (planted)"])
+@pytest.mark.parametrize(
+    ("layout", "profile"),
+    [("as shipped", "lean"), ("moment first (planted)", "lean"), ("as shipped", "reference")],
+)
 def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, profile: str
 ) -> None:
     """An ARIA game on `openai:gpt-4.1-mini` against the local endpoint, which answers as
     the offline fake does and bills a repeated prompt start as cached by OpenAI's rules:
@@ -145,16 +148,18 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
     planted back in front of the roster and the chat, the shared start ends at the step
     line and no meeting call is billed as cached.
 
-    The game is the lean profile's: its course from seed 3 (a meeting by step 8 whose
-    turns repeat a start of more than 1,024 tokens) is what the layout is measured on."""
+    The layout is measured on the lean profile's game, whose shared prefix and template
+    stay under OpenAI's 1,024-token minimum, so only the view's order decides; the
+    reference profile's personal message lifts that shared start over the minimum, so its
+    meeting calls are billed as cached whatever the view's order (checked as shipped)."""
     import harness_aria.agent as aria_agent
     from harness_aria.fake_answers import answer_http
 
     if layout != "as shipped":
         shipped = aria_agent.render_view_layout
 
-        def moment_first(view: Any) -> tuple[str, str, str]:
-            head, tasks, rest = shipped(view)
+        def moment_first(view: Any, *args: Any) -> tuple[str, str, str]:
+            head, tasks, rest = shipped(view, *args)
             lines = rest.splitlines()
             moment = [line for line in lines if line.startswith(("Step ", "Meeting: "))]
             return head, tasks, "\n".join(moment + [line for line in lines if line not in moment])
@@ -169,7 +174,7 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
             server.openai_base_url,
             max_steps=30,
             both_sides=True,
-            spec={"profile": "lean"},
+            spec={"profile": profile},
         )
     assert result.status == "ok"
     cached = {"meeting": 0, "vote": 0}

@@ -92,7 +92,10 @@ def run(
 ) -> tuple[ModuleResult, Toolkit]:
     backend = FakeBackend("t", script=list(answers))
     tk = Toolkit(
-        spec=AriaSpec(module_calls="reference"),
+        # The module's own answer read into its program: with `action: codegen` MOVE and
+        # MISSION hand it to the model to write the program (tests/harness_aria/
+        # test_codegen_module.py), so the reading is checked where the module builds it.
+        spec=AriaSpec(module_calls="reference", action="primitives"),
         backend=backend,
         geometry=GEOMETRY,
         persona="persona",

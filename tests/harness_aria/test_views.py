@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import Decision, read_events
@@ -229,9 +231,21 @@ def test_fake_ego_and_privileged_games_no_longer_play_out_identically(tmp_path: 
     assert ego and privileged and ego != privileged
 
 
-def test_ego_program_cannot_follow_a_player_out_of_view(scene: Any) -> None:
+FOLLOW_BLUE = (
+    "async function nav(bot) {\n"
+    "  const t = bot.nearestEntity(e => e.type === 'player' && e.username === 'Blue');\n"
+    "  if (t) { await bot.pathfinder.goto(new GoalNear(t.position.x, t.position.y, "
+    "t.position.z, 3)); }\n}\nawait nav(bot);"
+)
+"""A model-written program (`action: codegen`) that follows blue."""
+
+
+@pytest.mark.parametrize("action", ["primitives", "codegen"])
+def test_ego_program_cannot_follow_a_player_out_of_view(scene: Any, action: str) -> None:
     """Following is guided by the server's positions: out of view it would lead an ego
-    agent to a player it cannot see, so the program is invalid, not rewritten."""
+    agent to a player it cannot see. A module's follow of such a player is invalid, not
+    rewritten; a model-written one finds no such player (`nearestEntity` reads what the
+    agent's view holds), so its program follows nobody."""
     for state, where, valid in (
         ("ego", "behind", False),
         ("ego", "ahead", True),
@@ -240,13 +254,24 @@ def test_ego_program_cannot_follow_a_player_out_of_view(scene: Any) -> None:
         answers = scene.Answers(
             planner={"module": "MOVE", "target": None, "reasoning": "x"},
             move={"room": None, "follow": "blue", "reasoning": "x"},
+            codegen={"code": FOLLOW_BLUE},
         )
         blue = scene.behind(4) if where == "behind" else scene.ahead(4)
         decision = scene.decide(
-            scene.agent("red", answers, state=state), scene.obs(players={"blue": blue})
+            scene.agent("red", answers, state=state, action=action),
+            scene.obs(players={"blue": blue}),
         )
+        if action == "codegen" and not valid:
+            assert not decision.invalid, decision.invalid
+            assert decision.program and all(a["op"] != "follow" for a in decision.program)
+            continue
         assert (not decision.invalid) is valid, (state, where, decision.invalid)
         if not valid:
             assert decision.program == [] and "blue, who is not in view" in decision.invalid
         else:
-            assert decision.program[0]["op"] == "follow"
+            assert decision.program[0] == {
+                "op": "follow",
+                "agent": "blue",
+                "distance": decision.program[0]["distance"],
+                "ticks": decision.program[0]["ticks"],
+            }
