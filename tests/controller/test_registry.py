@@ -202,7 +202,10 @@ def test_kinds_describe_and_price_themselves() -> None:
         True,
         True,
     )
-    assert facts.axes == config.crew.args["spec"]
+    # the spec as resolved, less which settings were given explicitly (not a setting)
+    spec = dict(config.crew.args["spec"])
+    assert spec.pop("explicit") == [] and facts.axes == spec
+    assert facts.axes["profile"] == "reference"
     price = side_price(config.crew.agent, config.crew.args)
     assert price is not None and price.cost(uncached_in=1_000_000) > 0
     assert side_facts("aria", {"backend": "fake"}).billed is False
