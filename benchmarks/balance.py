@@ -10,7 +10,7 @@ Pairings: `scripted/scripted`, `aria/scripted` (offline ARIA crew, the `fake` ba
 against scripted impostors) and `scripted/aria`.
 
 Run from the repository root:
-    python -m benchmarks.balance --preset quick|paper --seeds N [--world fake|minecraft]
+    python -m benchmarks.balance --preset quick|balanced|paper --seeds N [--world fake|minecraft]
         [--pairings scripted/scripted,aria/scripted,scripted/aria] [--first 1] [--workers 2]
         [--keep DIR]
 """

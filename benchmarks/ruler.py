@@ -6,12 +6,17 @@ Wilson 95 % interval), kills per game, how many meetings each trigger calls,
 how many of them eject someone, the share of ejections that hit an impostor
 against the chance rate (the share of impostors among the living players who could
 be voted out, averaged over those same meetings) with a one-sided binomial p against
-2/7, and how the games end. The rule
+2/7, how the crew's ballots split by what they rest on (skip, the voter's own evidence,
+or only what others said they saw; read from each vote decision's reasoning) and how
+often each kind hit an impostor, and how the games end. The rule
 paths (kill, report, button, ejection, task) are counted too, so a run shows that
 every one of them is exercised in full games.
 
+Seeds 1-200 were used while the ruler was tuned (docs/balance.md); fresh seeds (1001
+on) are its test.
+
 Run from the repository root:
-    python -m benchmarks.ruler [--seeds 100] [--first 1] [--preset quick|paper]
+    python -m benchmarks.ruler [--seeds 100] [--first 1] [--preset quick|balanced|paper]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from controller.balance import binomial_greater
 from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import (
+    Decision,
     Emergency,
     Event,
     GameEnd,
@@ -66,6 +72,11 @@ class RulerStats:
     """Rule events seen: kill, report, emergency, eject, task_done."""
     invalid: list[str] = field(default_factory=list)
     """Games that did not end `ok`, with their reason."""
+    ballots: Counter[str] = field(default_factory=Counter)
+    """Crewmates' ballots by what they rest on: `skip`, `own` (the voter's own evidence
+    counts towards the suspect) or `hearsay` (only other speakers' claims do)."""
+    ballot_hits: Counter[str] = field(default_factory=Counter)
+    """Of those ballots (not skips), how many named an impostor."""
 
     @property
     def hit_share(self) -> float:
@@ -117,6 +128,12 @@ class RulerStats:
                 self.paths["emergency"] += 1
             elif isinstance(ev, TaskDone) and not ev.fake:
                 self.paths["task_done"] += 1
+            elif isinstance(ev, Decision) and ev.phase == "voting":
+                if roles.get(ev.agent) == "crewmate" and ev.vote is not None:
+                    basis = ballot_basis(ev.vote, ev.reasoning)
+                    self.ballots[basis] += 1
+                    if basis != "skip":
+                        self.ballot_hits[basis] += roles.get(ev.vote) == "impostor"
             elif isinstance(ev, GameEnd):
                 self.endings[ev.ending] += 1
                 self.impostor_wins += ev.winner == "impostors"
@@ -143,10 +160,34 @@ class RulerStats:
             f"({self.hit_share:.0%}) vs chance {self.chance:.0%}; binomial p vs 2/7 = "
             + ("n/a" if self.hit_p is None else f"{self.hit_p:.2g}")
         )
+        out.append(
+            "crew ballots: "
+            + ", ".join(
+                f"{b} {self.ballots[b]}"
+                + (f" ({self.ballot_hits[b]} impostors)" if b != "skip" else "")
+                for b in ("own", "hearsay", "skip", "other")
+                if b != "other" or self.ballots[b]
+            )
+        )
         out.append("endings: " + ", ".join(f"{k} {v}" for k, v in sorted(self.endings.items())))
         out.append("rule paths: " + ", ".join(f"{k} {v}" for k, v in sorted(self.paths.items())))
         out += [f"not ok: {line}" for line in self.invalid]
         return out
+
+
+def ballot_basis(vote: str, reasoning: str) -> str:
+    """What a scripted crewmate's ballot rests on, from its reasoning (`suspicion (vote
+    at T): red 3.00 (near_body@300, heard:blue); ...`): `skip`, `own` when any of the
+    voter's own evidence is listed for the suspect, else `hearsay` (`other` for a
+    reasoning not in that form)."""
+    if vote == "skip":
+        return "skip"
+    if not reasoning.startswith("suspicion"):
+        return "other"  # a log of an earlier ruler, whose reasoning was a sentence
+    listed = reasoning.split(": ", 1)[-1].split("; ")
+    rests = next((p for p in listed if p.startswith(f"{vote} ")), "")
+    inside = rests.partition("(")[2].rstrip(")").split(", ")
+    return "own" if any(r and not r.startswith("heard:") for r in inside) else "hearsay"
 
 
 def play_seeds(
@@ -173,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100, help="how many seeds (default 100)")
     parser.add_argument("--first", type=int, default=1, help="first seed (default 1)")
-    parser.add_argument("--preset", default="quick", help="rules preset (default quick)")
+    parser.add_argument(
+        "--preset", default="quick", help="rules preset: quick, balanced, paper (default quick)"
+    )
     args = parser.parse_args(argv)
     seeds = list(range(args.first, args.first + args.seeds))
     with tempfile.TemporaryDirectory() as tmp:

@@ -156,7 +156,8 @@ def test_sightings_survive_the_meeting_teleport_and_decide_the_vote() -> None:
     )
     text = talk.program[0]["text"]
     assert "I found Green's body in electrical." in text
-    assert "I saw Red next to Green's body in electrical at tick 300." in text
+    # by Green alive at one look and by its body at the next: the kill between the two
+    assert "I saw Red with Green at tick 100 and by the body in electrical at tick 300." in text
     vote = decide(
         blue, obs("blue", phase="voting", tick=320, pos=SEATS[1], players=seated(order), meeting=m)
     )
@@ -225,7 +226,7 @@ def test_button_when_holding_evidence_and_no_body_in_sight() -> None:
 def test_templates_parse_back() -> None:
     for name, template in {**SPEECH_TEMPLATES, **IMPOSTOR_TEMPLATES}.items():
         values = {"victim": "Green", "room": "o2", "suspect": "Red", "tick": 12, "done": 1}
-        values |= {"total": 8, "accuser": "Blue"}
+        values |= {"total": 8, "accuser": "Blue", "before": 7, "station": 3}
         text = template.format(**values)
         match = template_pattern(template).fullmatch(text)
         assert match is not None, name
@@ -417,9 +418,11 @@ def test_a_self_reporting_impostor_says_it_found_the_body() -> None:
     assert text == "I found Pink's body in electrical."
 
 
-# Seeds 23-34: a fixed window of twelve quick games (benchmarks/ruler.py prints the
-# 100-seed figures).
-RULER_SEEDS = list(range(23, 35))
+# Seeds 69-80: a fixed window of twelve quick games, among the tuning seeds 1-200, that
+# holds an ejection ending (benchmarks/ruler.py prints the 100-seed figures).
+RULER_SEEDS = list(range(69, 81))
+EJECTION_SEED = 71
+"""The window's seed that ends `impostors_ejected`."""
 
 
 @pytest.fixture(scope="module")
@@ -434,7 +437,7 @@ def test_ruler_ejects_impostors_above_chance(ruler_games: tuple[Any, list[list[E
     stats, _ = ruler_games
     assert stats.ejections >= 4
     assert stats.hit_share > stats.chance
-    assert stats.endings["impostors_ejected"] >= 1  # seed 31
+    assert stats.endings["impostors_ejected"] >= 1  # EJECTION_SEED
     assert 0 < stats.impostor_wins < stats.games  # either side can win
     assert stats.self_reports > 0
     assert not stats.invalid
@@ -545,6 +548,38 @@ def _claims_hold(events: list[Event]) -> tuple[int, list[str]]:
                 ok = ok and caller_event.victim == g["victim"] and caller_event.room == g["room"]
             elif name == "pressed_button":
                 ok = isinstance(caller_event, Emergency) and caller_event.caller == who
+            elif name == "saw_kill":
+                s, v = g["suspect"], g["victim"]
+                body = bodies[v].pos
+                before = any(
+                    s in ve.sees.get(who, [])
+                    and v in ve.sees.get(who, [])
+                    and math.dist(pe.players[s].pos, pe.players[v].pos) <= WITH_VICTIM_BLOCKS
+                    for ve in vis.get(int(g["before"]), [])
+                    for pe in pos.get(int(g["before"]), [])
+                )
+                after = any(
+                    s in ve.sees.get(who, [])
+                    and v in ve.bodies.get(who, [])
+                    and pe.players[s].room == g["room"]
+                    and math.dist(pe.players[s].pos, body) <= NEAR_BODY_BLOCKS
+                    for ve in vis.get(int(g["tick"]), [])
+                    for pe in pos.get(int(g["tick"]), [])
+                )
+                ok = before and after
+            elif name in ("saw_elsewhere", "saw_fake_task"):
+                s, t = g["suspect"], int(g["tick"])
+                ok = any(
+                    s in ve.sees.get(who, [])
+                    and pe.players[s].room == g["room"]
+                    and (
+                        name == "saw_elsewhere"
+                        or math.dist(pe.players[s].pos, GEOMETRY.station_pos(int(g["station"])))
+                        <= 1.5
+                    )
+                    for ve in vis.get(t, [])
+                    for pe in pos.get(t, [])
+                )
             elif name in ("saw_near_body", "saw_with_victim", "saw_near_scene"):
                 t, s, v = int(g["tick"]), g["suspect"], g["victim"]
                 body = bodies[v].pos
@@ -581,6 +616,8 @@ def _claims_hold(events: list[Event]) -> tuple[int, list[str]]:
 def test_crewmates_never_lie(ruler_games: tuple[Any, list[list[Event]]]) -> None:
     total = 0
     for events in ruler_games[1]:
+        # every line reached the chat (a line the chat refuses is said by nobody)
+        assert not [e for e in events if isinstance(e, Speech) and e.failed]
         checked, false = _claims_hold(events)
         total += checked
         assert false == []
@@ -608,10 +645,10 @@ def test_the_audit_catches_a_lie(ruler_games: tuple[Any, list[list[Event]]]) -> 
 
 
 def test_ruler_is_deterministic(ruler_games: tuple[Any, list[list[Event]]], tmp_path: Path) -> None:
-    again = ruler.play_seeds([31], tmp_path)
+    again = ruler.play_seeds([EJECTION_SEED], tmp_path)
     assert again.endings["impostors_ejected"] == 1
-    fixture = ruler_games[1][RULER_SEEDS.index(31)]
-    replay = read_events(tmp_path / "seed31" / "events.jsonl")
+    fixture = ruler_games[1][RULER_SEEDS.index(EJECTION_SEED)]
+    replay = read_events(tmp_path / f"seed{EJECTION_SEED}" / "events.jsonl")
     keep = ("kill", "report", "emergency", "speech", "vote", "meeting_end", "game_end")
 
     def rules(evs: list[Event]) -> list[dict[str, Any]]:
