@@ -502,6 +502,9 @@ class RuleExtractor:
     * `pressed_button` -> activity `call_meeting`;
     * `saw_near_body`, `saw_near_scene` -> a sighting of the suspect in the room at the tick;
     * `saw_with_victim` -> sightings of the suspect (in the room) and of the victim, at the tick;
+    * `saw_kill` -> sightings of the suspect and the victim at the first tick, and of the
+      suspect in the room at the second;
+    * `saw_elsewhere`, `saw_fake_task` -> a sighting of the suspect in the room at the tick;
     * `accuse`, `impostor_pile_on` -> an accusation of the suspect;
     * `was_in` -> a location in the room at the tick;
     * `impostor_alibi` -> a location and an activity `task` in the room;
@@ -561,7 +564,47 @@ class RuleExtractor:
                             **base, type="activity", subject=me, activity="call_meeting", text=frag
                         )
                     )
-                elif name in ("saw_near_body", "saw_near_scene", "saw_with_victim"):
+                elif name == "saw_kill":
+                    # two looks: the suspect beside the victim, then by the body in the room
+                    before = f"at tick {g['before']}" if g.get("before") else None
+                    out.append(
+                        Claim(
+                            **base,
+                            type="sighting",
+                            subject=me,
+                            target=g["suspect"],
+                            temporal=before,
+                            text=frag,
+                        )
+                    )
+                    out.append(
+                        Claim(
+                            **base,
+                            type="sighting",
+                            subject=me,
+                            target=g["victim"],
+                            temporal=before,
+                            text=frag,
+                        )
+                    )
+                    out.append(
+                        Claim(
+                            **base,
+                            type="sighting",
+                            subject=me,
+                            target=g["suspect"],
+                            room=g["room"],
+                            temporal=at,
+                            text=frag,
+                        )
+                    )
+                elif name in (
+                    "saw_near_body",
+                    "saw_near_scene",
+                    "saw_with_victim",
+                    "saw_elsewhere",
+                    "saw_fake_task",
+                ):
                     out.append(
                         Claim(
                             **base,

@@ -341,7 +341,7 @@ class ScriptedKind:
         from controller.agents.scripted import ScriptedAgent
 
         def make(agent_id: str) -> Agent:
-            return ScriptedAgent(agent_id, context.geometry, context.seed)
+            return ScriptedAgent(agent_id, context.geometry, context.seed, context.rules)
 
         return make
 

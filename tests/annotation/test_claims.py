@@ -316,3 +316,30 @@ def test_the_reply_cache_keeps_whole_replies_and_survives_a_crash(tmp_path: Path
     memory = ReplyCache(None)
     memory.put(key, {"answer": "x"})
     assert memory.get(key) == {"answer": "x"} and not (tmp_path / "None").exists()
+
+
+def test_rule_extractor_reads_the_rulers_newer_evidence_sentences() -> None:
+    """The kill seen across two looks, a sighting against a stated room, a fake task."""
+    g = GameBuilder()
+    g.free_roam({"red": ["admin"]}, emergency="red")
+    g.talk(
+        [
+            (
+                "red",
+                "I saw Pink with Blue at tick 30 and by the body in admin at tick 50. "
+                "I saw Green in medbay at tick 60. "
+                "I saw Orange at station 3 in admin at tick 70, too briefly for a task.",
+            )
+        ]
+    )
+    got = [
+        (c.type, c.room, c.target, c.temporal)
+        for c in RuleExtractor().extract(build_trajectory(g.end())).claims
+    ]
+    assert got == [
+        ("sighting", None, "pink", "at tick 30"),
+        ("sighting", None, "blue", "at tick 30"),
+        ("sighting", "admin", "pink", "at tick 50"),
+        ("sighting", "medbay", "green", "at tick 60"),
+        ("sighting", "admin", "orange", "at tick 70"),
+    ]
