@@ -424,3 +424,51 @@ def test_the_estimate_starts_from_the_measured_profile() -> None:
     asked = estimate(profile="lean", continuation="off")
     assert asked.calls_per_decision == 1.3
     assert "crewmate continuation=off: not measured, counted as profile=lean" in asked.notes
+
+
+def test_the_dry_run_estimates_both_profiles_from_their_measured_games(tmp_path: Path) -> None:
+    """`tournament --dry-run` prices a reference arm from the measured base and a lean arm
+    from the measured lean profile (`token_figures.json`), each at its own measured input
+    a decision."""
+    from controller.tournament.estimate import arm_estimate, load_figures
+    from controller.tournament.spec import expand_arms, load_spec
+
+    figures = load_figures()
+    assert figures is not None and "profile=lean" in figures["settings"]
+    side = {"backend": "openai:gpt-4.1-mini", "spec": {"state": "privileged"}}
+    crew = {**side, "spec": {"state": "privileged", "reflection": "on", "prompt": "minimal"}}
+    lean = {"spec": {"profile": "lean"}}
+    study = tmp_path / "profiles.yaml"
+    study.write_text(
+        json.dumps(
+            {
+                "name": "profiles",
+                "world": "minecraft",
+                "preset": "paper",
+                "repetitions": 1,
+                "base": {"frames": "jpg", "crew": crew, "impostor": side},
+                "sweep": {
+                    "axes": {
+                        "profile": [
+                            {"label": "reference", "set": {}},
+                            {"label": "lean", "set": {"crew": lean, "impostor": lean}},
+                        ]
+                    }
+                },
+            }
+        )
+    )
+    spec = load_spec(study)
+    arms = {a.name: a for a in expand_arms(spec)}
+    est = {name: arm_estimate(arm, 1, spec.estimate, figures) for name, arm in arms.items()}
+    for name, label in (("reference", "default (RQ1)"), ("lean", "profile=lean")):
+        measured = figures["settings"][label]["models"]["gpt-4.1-mini"]
+        e = est[name]
+        per_decision = e.tokens_in / e.decisions_per_game
+        assert per_decision == pytest.approx(measured["tokens_in_per_decision"], rel=0.01)
+        assert e.cost_usd == pytest.approx(measured["game_cost_cached_usd"], rel=0.05)
+        assert not any("not measured" in n for n in e.notes), e.notes
+    assert est["reference"].notes == ()
+    assert "crewmate: from the measured setting profile=lean" in est["lean"].notes
+    assert est["lean"].cost_usd is not None and est["reference"].cost_usd is not None
+    assert est["lean"].cost_usd < est["reference"].cost_usd
