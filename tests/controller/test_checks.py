@@ -35,7 +35,7 @@ from controller.events import (
 from controller.logcheck import CANCEL_SLACK_TICKS, derive_ending, log_violations
 from world.spec import load_map
 
-RICH_SEED = 63
+RICH_SEED = 78
 """The first seed of 1-79 whose quick fake-world game shows every rule path the planted
 faults need: kills (one after a meeting), report and emergency meetings, an ejection,
 talk, votes, tasks and a `tasks_done` ending (`is_rich`). Tried first; should a change
@@ -258,10 +258,10 @@ def test_wrong_tally(good: list[Event]) -> None:
 
 
 def test_wrong_ejection_on_a_tie(good: list[Event]) -> None:
-    # Meeting 2: ballots for the ejected player move to skip (one abstains when the
+    # The meeting that ejected someone: ballots for the ejected player move to skip (one abstains when the
     # gap is odd) until the two tie, which must eject no one; the tally is made to
     # match the ballots, but the log still says the player was ejected.
-    end = [e for e in good if isinstance(e, MeetingEnd)][1]
+    end = next(e for e in good if isinstance(e, MeetingEnd) and e.ejected is not None)
     assert end.ejected is not None
     evs = list(good)
 
@@ -289,7 +289,7 @@ def test_wrong_ejection_on_a_tie(good: list[Event]) -> None:
 def test_vote_counted_from_an_abstention(good: list[Event]) -> None:
     # One ballot for the ejected player becomes an abstention (or a failed ballot);
     # the log's tally still counts it.
-    end = [e for e in good if isinstance(e, MeetingEnd)][1]
+    end = next(e for e in good if isinstance(e, MeetingEnd) and e.ejected is not None)
     assert end.ejected is not None
     ballot = next(
         e for e in good if isinstance(e, Vote) and e.step == end.step and e.target == end.ejected
