@@ -258,9 +258,9 @@ def test_wrong_tally(good: list[Event]) -> None:
 
 
 def test_wrong_ejection_on_a_tie(good: list[Event]) -> None:
-    # The meeting that ejected someone: ballots for the ejected player move to skip (one abstains when the
-    # gap is odd) until the two tie, which must eject no one; the tally is made to
-    # match the ballots, but the log still says the player was ejected.
+    # The meeting that ejected someone: ballots for the ejected player move to skip
+    # (one abstains when the gap is odd) until the two tie, which must eject no one; the
+    # tally is made to match the ballots, but the log still says the player was ejected.
     end = next(e for e in good if isinstance(e, MeetingEnd) and e.ejected is not None)
     assert end.ejected is not None
     evs = list(good)
