@@ -128,7 +128,9 @@ def accept(session: Session, agent: str, answer: Answer) -> tuple[Program | None
             if e.phase == "meeting" and sum(isinstance(a, Say) for a in program.actions) > 1:
                 raise ProgramError("at most one say per meeting turn")
         except ProgramError as exc:
-            answer = Answer(answer.decision, answer.latency_ms, str(exc), "rules", answer.frame)
+            # a program carrying out the harness's own pick is the harness's fault
+            kind: ErrorKind = "harness" if answer.decision.harness_built else "rules"
+            answer = Answer(answer.decision, answer.latency_ms, str(exc), kind, answer.frame)
             program = None
     phase: StepPhase = "meeting" if e.phase == "meeting" else "free_roam"
     log_decision(session, agent, phase, answer)

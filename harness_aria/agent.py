@@ -478,6 +478,7 @@ class AriaAgent:
             reasoning=result.reasoning or choice.reasoning,
             narration=narration,
             invalid=result.invalid,
+            harness_built=result.harness_built,
             infrastructure=infra,
             calls=calls,
             spec=self.spec.model_dump(),

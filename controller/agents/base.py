@@ -51,6 +51,10 @@ class AgentDecision:
     """Why the decision breaks a rule before any program is built (e.g. a vote asked
     for outside the vote, or a move during it); logged as a `rules` failure, never
     replaced by a move, a skip or a pass."""
+    harness_built: bool = False
+    """The program carries out a choice the harness made where the model named none (e.g.
+    KILL's own target when the answer gave none): a program that then fails validation
+    is the harness's error (`harness`), never the model's or a rules failure of the model."""
     continued: bool = False
     """Free roam only: the agent was not asked this step. Its last program is still
     running and nothing it can see has changed, so `program` is the rest of that program,

@@ -24,6 +24,10 @@ class ModuleResult:
     """What to remember of this step."""
     abstain: bool = False
     """Voting only: the answer deliberately names nobody (no ballot; never skip)."""
+    harness_built: bool = False
+    """The actions carry out a choice the harness made where the model named none (KILL's
+    nearest crewmate, REPORT's nearest body): a program that then fails validation is
+    logged as a `harness` error (`AgentDecision.harness_built`)."""
     deferral: str = ""
     """KILL only: why this decision sends no strike (one of `controller.events.DEFERRALS`);
     empty when it sends one (a strike that fails says why in its program's outcome)."""

@@ -189,10 +189,18 @@ class KillModule:
             # Named but never seen: its whereabouts are unknown. Search for it, as the
             # reference defers a never-seen target; never swap it for another player.
             return self._wander(tk, choice, unseen=target)
-        if target is None:
-            target = self._pick(tk)
+        if target is not None:
+            return await self._act(tk, choice, target)
+        target = self._pick(tk)
         if target is None:
             return self._wander(tk, choice)
+        result = await self._act(tk, choice, target)
+        result.harness_built = True  # the harness's pick, not the model's
+        return result
+
+    async def _act(self, tk: Toolkit, choice: Choice, target: str) -> ModuleResult:
+        """Hunt, shadow, close in, scan or strike at a known target."""
+        obs = tk.obs
         intent = choice.intent
         if not obs.kill_ready:
             return self._shadow(tk, target, "cooldown", "the kill is not ready", intent)

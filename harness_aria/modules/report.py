@@ -31,9 +31,10 @@ class ReportModule:
             return ModuleResult(
                 invalid="REPORT chosen but no body is in sight", memo="no body to report"
             )
+        named = bool(choice.target and choice.target.lower() in bodies)
         victim = (
             choice.target.lower()
-            if choice.target and choice.target.lower() in bodies
+            if named and choice.target
             else min(bodies, key=lambda v: math.dist(obs.pos, bodies[v]))
         )
         if tk.spec.module_calls == "needed":
@@ -44,6 +45,7 @@ class ReportModule:
                 reasoning=choice.reasoning,
                 narration=choice.intent,
                 memo=f"reported {victim}'s body",
+                harness_built=not named,
             )
         role = "impostor" if tk.impostor else "crewmate"
         answer = await tk.ask("report", tk.prompt(f"report_{role}"), image=True, victim=victim)
@@ -65,6 +67,7 @@ class ReportModule:
                 reasoning=reasoning,
                 narration=intent,
                 memo=f"reported {victim}'s body",
+                harness_built=not named,
             )
         far = max(
             tk.geometry.rooms, key=lambda r: math.dist(tk.geometry.room_center(r), bodies[victim])

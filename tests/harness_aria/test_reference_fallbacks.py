@@ -278,3 +278,7 @@ def test_no_target_named_after_its_own_kill_is_a_living_crewmate_never_the_victi
         result = asyncio.run(KillModule().run(tk, Choice(module="KILL", target=None)))
         named = {a.get("target") or a.get("agent") for a in result.actions}
         assert named == {"green"}, (state, result)
+        # the harness chose green: a program of it the rules refuse is the harness's error
+        assert result.harness_built, state
+        named_by_model = asyncio.run(KillModule().run(tk, Choice(module="KILL", target="green")))
+        assert not named_by_model.harness_built
