@@ -93,8 +93,11 @@ def view_leaks(
       `ego_range` and in line of sight; no roster, no map, no task list. Checked for
       both ego views (`controller.views.EgoView`): the camera's, and the reference's,
       whose players and bodies must have been within 60 degrees of the heading, under 36
-      blocks and in line of sight at that moment, never out of play, and which keeps no
-      sighting.
+      blocks and in line of sight at that moment (recomputed from the logged poses, so
+      its far entries beyond the rules' `vision_radius`, read from the observation's
+      never-logged far sets, are checked like the near ones), never out of play, each
+      player where the log puts it then and each body lying then (killed, not yet
+      cleared by a meeting), and which keeps no sighting.
     * **privileged**: every last-known position matches the log at its tick and was
       perceived (a `visibility` entry of the agent at that step, field of view or all
       around) or was within `privileged_radius` of the agent (the roster); each body
@@ -102,7 +105,8 @@ def view_leaks(
     * **both**: no view names the role of anyone but an impostor's own teammates.
     * **what was sent**: every `decision` of an ego agent whose `view_text` is logged
       names in view only players (and bodies) inside its camera cone at that tick (the
-      reference's cone and range for a decision whose spec names `ego_view: reference`).
+      reference's cone and range for a decision whose spec names `ego_view: reference`,
+      whose bodies must be lying then).
 
     Args:
         observations: Agent -> the `Observation`s it was given, in order.
@@ -116,7 +120,7 @@ def view_leaks(
     """
     import math
 
-    from controller.events import Positions, Trace, Visibility
+    from controller.events import MeetingStart, Positions, Trace, Visibility
     from controller.perception import HORIZONTAL_FOV_DEG, in_cone
     from controller.views import (
         REFERENCE_EGO_HALF_ANGLE_DEG,
@@ -176,6 +180,22 @@ def view_leaks(
     def out_of_play(other: str, tick: int) -> bool:
         """Whether `other` had left play before `tick` (killed or ejected)."""
         return other in gone_at and tick > gone_at[other]
+
+    meeting_ticks = [ev.tick for ev in events if isinstance(ev, MeetingStart)]
+    killed_at = {ev.victim: ev.tick for ev in events if isinstance(ev, Kill)}
+
+    def lying(victim: str, tick: int, phase: str) -> bool:
+        """Whether `victim`'s body lay on the ship at `tick` in `phase`: killed by then
+        and not yet cleared (every meeting clears every body at its start; a free-roam
+        observation sharing its tick with a meeting's start was built before it, as the
+        step it opens is the one whose report or button called the meeting)."""
+        killed = killed_at.get(victim)
+        return (
+            killed is not None
+            and killed <= tick
+            and phase == "free_roam"
+            and not any(killed <= m < tick for m in meeting_ticks)
+        )
 
     def poses(tick: int) -> dict[str, tuple[tuple[float, float, float], float]]:
         """Everyone's (position, yaw) at a tick, as the log records it (the last snapshot
@@ -240,6 +260,11 @@ def view_leaks(
     def matches(tick: int, agent: str, pos: tuple[float, float, float]) -> bool:
         return any(math.dist(q, pos) <= 1e-6 for q in recorded(tick, agent))
 
+    def placed_at(tick: int, agent: str, pos: tuple[float, float, float]) -> bool:
+        """Whether the log puts `agent` at `pos` at some moment of `tick` (else at its
+        last snapshot before it)."""
+        return any(agent in at and math.dist(at[agent][0], pos) <= 1e-6 for at in moments(tick))
+
     def in_camera(
         agent: str, at: dict[str, Any], target: tuple[float, float, float], view: str = "camera"
     ) -> bool:
@@ -277,16 +302,21 @@ def view_leaks(
                 if mode == "ego":
                     if view.rooms is not None or view.last_seen is not None or view.tasks:
                         leaks.append(f"{where}: the ego view holds privileged fields")
-                    for other in view.in_view:
+                    reference = ego_view == "reference"
+                    for other, v in view.in_view.items():
                         checked += 1
                         if out_of_play(other, raw.tick):
                             leaks.append(f"{where}: names {other}, out of play, in view")
                         elif not seen_at(raw.tick, agent, other, ego_view):
                             leaks.append(f"{where}: names {other} outside the field of view")
+                        elif reference and not placed_at(raw.tick, other, v.pos):
+                            leaks.append(f"{where}: wrong position of {other} in view")
                     for victim, v in view.bodies_in_view.items():
                         checked += 1
                         body = kills.get(victim, v.pos)
-                        if not seen_at(raw.tick, agent, body, ego_view):
+                        if reference and not lying(victim, raw.tick, raw.phase):
+                            leaks.append(f"{where}: names {victim}'s body, lying nowhere then")
+                        elif not seen_at(raw.tick, agent, body, ego_view):
                             leaks.append(f"{where}: names {victim}'s body outside the view")
                     if ego_view == "reference" and view.seen_before:
                         leaks.append(f"{where}: keeps sightings ({', '.join(view.seen_before)})")
@@ -363,6 +393,11 @@ def view_leaks(
                 elif not bodies_line and out_of_play(who, ev.tick):
                     leaks.append(
                         f"{ev.agent} (ego, sent) step {ev.step}: names {who}, out of play, in view"
+                    )
+                elif bodies_line and sent_view == "reference" and not lying(who, ev.tick, ev.phase):
+                    leaks.append(
+                        f"{ev.agent} (ego, sent) step {ev.step}: names {who}'s body, lying "
+                        "nowhere then"
                     )
     return leaks, checked
 

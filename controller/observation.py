@@ -21,6 +21,10 @@ from controller.events import Role, Vec3
 FRAME_SHAPE = (360, 640, 3)
 """Height, width, channels of every first-person frame."""
 
+FAR_SIGHT_RANGE = 36.0
+"""How far (blocks) `Observation.far_players`/`far_bodies` reach: the reference
+implementation's egocentric range (`controller.views.REFERENCE_EGO_RANGE`)."""
+
 
 class ChatEntry(BaseModel):
     """One line of the chat log, typed by origin.
@@ -161,7 +165,9 @@ class Observation(BaseModel):
     range all around (line of sight permitting). `last_seen`/`bodies_seen` hold only
     field-of-view sightings made in free roam: the meeting teleport never overwrites
     them. `roster` is every player's last position as the server knows it (what a
-    privileged view may show; an ego view never does).
+    privileged view may show; an ego view never does). `far_players`/`far_bodies` reach
+    farther than both sight sets (`FAR_SIGHT_RANGE`, all around) for the reference's
+    egocentric view alone (`controller.views.Knowledge` with `ego_view: reference`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -218,3 +224,16 @@ class Observation(BaseModel):
     """The same frame JPEG-encoded (what models are sent); None when frames are off."""
     frame_path: str | None = None
     """Where the frame was saved under the run folder, if it was."""
+    far_players: dict[str, Vec3] = Field(default_factory=dict)
+    """Living players (never this agent, never a ghost: the living learn nothing of the
+    crewmates out of play under `rules.ghost_tasks`) within `FAR_SIGHT_RANGE` blocks all
+    around and in line of sight (`ShipGeometry.can_see`), whatever the player faces. For
+    the reference's egocentric view only (`ego_view: reference`: it keeps what lies
+    within 60 degrees of the heading); every other view and the environment's codecs
+    drop it. Filled for a living player in free roam; empty at the meeting table (whose
+    sight sets already hold the seated, all within `vision_radius`) and for a ghost.
+    Never logged as a `visibility`: every reader of the log takes a viewer there for a
+    witness, and 36 blocks is no witness's reach (the log's poses recompute it)."""
+    far_bodies: dict[str, Vec3] = Field(default_factory=dict)
+    """Uncleared bodies within `FAR_SIGHT_RANGE` blocks all around and in line of sight;
+    filled, read and never logged as `far_players` is."""

@@ -5,6 +5,11 @@ chat with a cursor per agent, what each agent perceives now (field of view and
 360 degree proximity, kept apart), its free-roam sightings (which the meeting
 teleport never overwrites), and a cursor into the event log from which its own
 actions since its previous observation are read.
+
+Beside the sight sets (the rules' `vision_radius`), a living player's free-roam
+observation carries the far sets (`Observation.far_players`/`far_bodies`: the living
+and the bodies in line of sight within `FAR_SIGHT_RANGE`, 36 blocks), computed here
+from the engine's poses and never logged, for the reference's egocentric view.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from controller.events import (
     Vote,
 )
 from controller.observation import (
+    FAR_SIGHT_RANGE,
     ChatEntry,
     MeetingRecord,
     MeetingView,
@@ -73,6 +79,10 @@ class Observer:
         self.departed: dict[str, Vec3] = {}
         """Player out of play -> where it left play (its body, or where it was ejected
         from): all the living are ever told of a ghost's whereabouts."""
+        self._far_tick = -1
+        self._far_los: dict[tuple[Vec3, Vec3], bool] = {}
+        """Line of sight within `FAR_SIGHT_RANGE` between two positions, this tick's
+        (symmetric, so each pair of the living is cast once for both)."""
 
     # ------------------------------------------------------------------ feeding
     def add_chat(self, kind: str, text: str, speaker: str | None = None) -> ChatEntry:
@@ -192,6 +202,7 @@ class Observer:
             o: Sighting(step=e.step, tick=e.tick, pos=pos, room=self.geometry.room_at(pos))
             for o, pos in self._roster(agent, ghost).items()
         }
+        far_players, far_bodies = self._far(agent)
         return Observation(
             agent=agent,
             role=p.role,
@@ -228,7 +239,42 @@ class Observer:
             rgb=frame.rgb if frame else None,
             jpeg=frame.jpeg if frame else None,
             frame_path=frame.path if frame else None,
+            far_players=far_players,
+            far_bodies=far_bodies,
         )
+
+    def _far(self, agent: str) -> tuple[dict[str, Vec3], dict[str, Vec3]]:
+        """The far sets of `agent` now: the other living players and the uncleared bodies
+        within `FAR_SIGHT_RANGE` blocks all around and in line of sight, from the engine's
+        poses (those the log records at this tick).
+
+        Living players in free roam only: a ghost's own sight is never the reference
+        view's business, and at the meeting table the sight sets already hold everyone
+        seated (within 6 blocks of each other), the bodies being cleared. Ghosts are
+        never targets: the living learn nothing of them.
+        """
+        e = self.engine
+        me = e.players[agent]
+        if e.phase != "free_roam" or not me.alive:
+            return {}, {}
+        if e.tick != self._far_tick:
+            self._far_tick, self._far_los = e.tick, {}
+        eye = me.pos
+        players = {
+            o: e.players[o].pos
+            for o in e.agents
+            if o != agent and self._sees_far(eye, e.players[o].pos)
+        }
+        bodies = {v: pos for v, pos in e.body_markers().items() if self._sees_far(eye, pos)}
+        return players, bodies
+
+    def _sees_far(self, a: Vec3, b: Vec3) -> bool:
+        """`ShipGeometry.can_see(a, b, FAR_SIGHT_RANGE)`, cast once a tick per pair."""
+        key = (a, b) if a <= b else (b, a)
+        seen = self._far_los.get(key)
+        if seen is None:
+            seen = self._far_los[key] = self.geometry.can_see(a, b, FAR_SIGHT_RANGE)
+        return seen
 
     def _roster(self, agent: str, ghost: bool) -> dict[str, Vec3]:
         """Every other player's position as the server knows it, as `agent` may know it:

@@ -14,19 +14,22 @@ The two state modes:
   - `camera`: a player or body is known only while it is inside the camera's
     horizontal field of view (`controller.perception.HORIZONTAL_FOV_DEG`, about 102.4
     degrees), within `ego_range` blocks (capped in practice by the rules'
-    `vision_radius`, since the observation carries nothing farther) and in line of
-    sight. Sightings are remembered from free-roam steps only, so the meeting teleport
-    never overwrites where a player was last seen.
+    `vision_radius`, since it reads only the sight sets, never the far sets) and in
+    line of sight. Sightings are remembered from free-roam steps only, so the meeting
+    teleport never overwrites where a player was last seen.
   - `reference`: the reference implementation's egocentric state: the players and
     bodies within `REFERENCE_EGO_HALF_ANGLE_DEG` (60) degrees of the heading, in line of
     sight through the ship's walls and under `REFERENCE_EGO_RANGE` (36) blocks, this
-    step only: nothing is kept between steps. It reads the observation's sight sets
-    (everything in line of sight all around, which hold only players in play), so it
-    reaches as far as they do: the rules' `vision_radius` (12 in every preset), less
-    than the reference's 36 blocks. The server's `roster` reaches farther but goes on
-    listing a killed player where it fell, so it would show the dead as standing there.
-  Everything else an observation may carry (the 360-degree `nearby_*`, the server's
-  `roster`) is dropped.
+    step only: nothing is kept between steps. It reads the observation's far sets
+    (`far_players`/`far_bodies`: the living and the bodies in line of sight all around
+    within `controller.observation.FAR_SIGHT_RANGE`, 36 blocks, in free roam) and its
+    sight sets (the meeting table's), which hold only players in play, so it reaches
+    the reference's 36 blocks whatever the rules' `vision_radius`. It never reads the
+    server's `roster`, which goes on listing a killed player where it fell.
+  Everything else an observation may carry (the 360-degree `nearby_*`, the far sets,
+  the server's `roster`) is dropped. Only the reference view reads the far sets; the
+  camera view and `privileged` never do, and every filtered observation carries them
+  empty, so no component (nor the environment's codecs) can reach around the filter.
 * `privileged` adds what the server knows, as the reference's privileged state does:
   the map and its connections, the agent's own task locations, and a roster of every
   other player with the last position known within `privileged_radius` blocks
@@ -404,6 +407,8 @@ class Knowledge:
                 "bodies_seen": dict(self.bodies),
                 "dead_bodies_rooms": dict(self.body_rooms),
                 "meeting_chat": self._meeting_chat(obs),
+                "far_players": {},
+                "far_bodies": {},
             }
         )
 
@@ -416,18 +421,23 @@ class Knowledge:
     def _reference_ego(self, obs: Observation) -> Observation:
         """The reference's egocentric view of an observation: what is in view now only.
 
-        The players and bodies the observation has in line of sight all around, within 60
-        degrees of the heading and under 36 blocks. Only where bodies were found is kept
-        between steps (with the dead, the public facts every view shows); no position is.
+        The players and bodies the observation has in line of sight all around (its far
+        sets, out to 36 blocks, and its sight sets), within 60 degrees of the heading and
+        under 36 blocks. Only where bodies were found is kept between steps (with the
+        dead, the public facts every view shows); no position is.
         """
         players = {
             a: p
-            for a, p in {**obs.nearby_players, **obs.visible_players}.items()
+            for a, p in {
+                **obs.far_players,
+                **obs.nearby_players,
+                **obs.visible_players,
+            }.items()
             if a != obs.agent and self._in_reference_view(obs, p)
         }
         bodies = {
             v: p
-            for v, p in {**obs.nearby_bodies, **obs.visible_bodies}.items()
+            for v, p in {**obs.far_bodies, **obs.nearby_bodies, **obs.visible_bodies}.items()
             if self._in_reference_view(obs, p)
         }
         free = obs.phase == "free_roam"
@@ -456,6 +466,8 @@ class Knowledge:
                 else {},
                 "dead_bodies_rooms": dict(self.body_rooms),
                 "meeting_chat": self._meeting_chat(obs),
+                "far_players": {},
+                "far_bodies": {},
             }
         )
 
