@@ -85,8 +85,9 @@ class AriaSpec(BaseModel):
     decision."""
     ego_range: float = Field(default=12.0, gt=0)
     """Ego with `ego_view: camera`: how far (blocks) the field of view reaches in what the
-    agent is told; the observation carries nothing beyond the rules' `vision_radius` (12
-    by default). `ego_view: reference` has the reference's own range (36 blocks)."""
+    agent is told; the camera view reads nothing beyond the rules' `vision_radius` (12 by
+    default). `ego_view: reference` has the reference's own range (36 blocks), read from
+    the observation's far sets (`Observation.far_players`)."""
     privileged_radius: float = Field(default=96.0, gt=0)
     """Privileged: how far (blocks) from the agent the roster reports positions (the
     reference's server entity view, about 96 blocks)."""
