@@ -12,14 +12,17 @@ import asyncio
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from controller.agents.base import AgentDecision, InfrastructureFailure
+from controller.engine import Engine
 from controller.events import Continuation, Decision, ErrorKind, FrameRef, StepPhase
 from controller.programs import Program, ProgramError, Say, parse_program, validate_program
 from controller.session import Session
 from controller.worlds.base import Frame
+from world.geometry import ShipGeometry
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +101,26 @@ def decide(session: Session, agents: list[str]) -> dict[str, Answer]:
     return dict(zip(agents, answers, strict=True))
 
 
-def accept(session: Session, agent: str, answer: Answer) -> tuple[Program | None, Answer]:
+Validator = Callable[[Program, str, Engine, ShipGeometry], None]
+"""Checks a program before dispatch (`validate_program`, or a ghost's), raising
+`ProgramError` with the first reason it may not run."""
+
+
+def accept(
+    session: Session, agent: str, answer: Answer, validate: Validator = validate_program
+) -> tuple[Program | None, Answer]:
     """Parse and validate a decision's program; log the decision either way.
 
     A continuation (`AgentDecision.continued`: the agent was not asked, its running
     program goes on) is validated the same way and logged as a `continuation` event,
     never as a decision; outside free roam it is a harness error.
+
+    Args:
+        session: The game's shared state.
+        agent: Whose decision.
+        answer: The decision and what went wrong getting it.
+        validate: The program check (a ghost's programs have their own,
+            `controller.freeroam.validate_ghost_program`).
 
     Returns:
         The program (None when unusable) and the answer with any rules error added.
@@ -120,11 +137,11 @@ def accept(session: Session, agent: str, answer: Answer) -> tuple[Program | None
                 answer.frame,
             )
         else:
-            return _continue(session, agent, answer)
+            return _continue(session, agent, answer, validate)
     if answer.decision is not None and not answer.error:
         try:
             program = parse_program(answer.decision.program)
-            validate_program(program, agent, e, session.geometry)
+            validate(program, agent, e, session.geometry)
             if e.phase == "meeting" and sum(isinstance(a, Say) for a in program.actions) > 1:
                 raise ProgramError("at most one say per meeting turn")
         except ProgramError as exc:
@@ -137,14 +154,16 @@ def accept(session: Session, agent: str, answer: Answer) -> tuple[Program | None
     return program, answer
 
 
-def _continue(session: Session, agent: str, answer: Answer) -> tuple[Program | None, Answer]:
+def _continue(
+    session: Session, agent: str, answer: Answer, validate: Validator
+) -> tuple[Program | None, Answer]:
     """Validate a continued program and log the `continuation` event."""
     d = answer.decision
     assert d is not None
     program: Program | None = None
     try:
         program = parse_program(d.program)
-        validate_program(program, agent, session.engine, session.geometry)
+        validate(program, agent, session.engine, session.geometry)
     except ProgramError as exc:
         answer = Answer(d, answer.latency_ms, str(exc), "rules", answer.frame)
         program = None

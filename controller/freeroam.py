@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 
-from controller.deciding import Answer, accept, decide, log_decision
+from controller.deciding import accept, decide
 from controller.engine import Engine
-from controller.events import Continuation, Disconnect, ProgramRun, Reconnect, StepStart, Trace
+from controller.events import Disconnect, ProgramRun, Reconnect, StepStart, Trace
 from controller.intents import RuleArbiter, late_events
 from controller.programs import (
     GoTo,
@@ -32,8 +31,8 @@ from controller.programs import (
     UseStation,
     Wait,
     compile_program,
-    parse_program,
     strike_guards,
+    validate_program,
 )
 from controller.protocol import LowProgram, PlayerPose, PoseSample, StepReport, Teleport
 from controller.session import GameInvalid, Session
@@ -57,10 +56,8 @@ def free_roam_step(s: Session) -> None:
     programs: dict[str, LowProgram] = {}
     guards: dict[str, dict[str, StrikeGuard]] = {}
     for agent in actors:
-        if agent in ghosts:
-            program = accept_ghost(s, agent, answers[agent])
-        else:
-            program, _ = accept(s, agent, answers[agent])
+        check = validate_ghost_program if agent in ghosts else validate_program
+        program, _ = accept(s, agent, answers[agent], check)
         if program is not None:
             run = e.task_in_progress(agent)
             carried = (run.station, run.start_tick) if run is not None else None
@@ -103,44 +100,6 @@ def validate_ghost_program(
         station = action.station if isinstance(action, GoTo | UseStation) else None
         if station is not None and station not in engine.stations:
             raise ProgramError(f"{where}: unknown station {station}")
-
-
-def accept_ghost(s: Session, agent: str, answer: Answer) -> Program | None:
-    """`controller.deciding.accept` for a ghost: parse and check its program
-    (`validate_ghost_program`), log its decision or continuation either way.
-
-    A refused program is a `rules` error in the log and the ghost stands still; it is
-    never turned into another move.
-    """
-    d = answer.decision
-    program: Program | None = None
-    continued = d is not None and d.continued and not answer.error
-    if d is not None and not answer.error:
-        try:
-            program = parse_program(d.program)
-            validate_ghost_program(program, agent, s.engine, s.geometry)
-        except ProgramError as exc:
-            answer = replace(answer, error=str(exc), error_kind="rules")
-            program = None
-    if continued:
-        assert d is not None
-        s.emit(
-            Continuation(
-                agent=agent,
-                module=d.module,
-                program=d.program,
-                decision_step=d.continued_from,
-                running=d.reasoning,
-                valid=not answer.error,
-                error=answer.error,
-                error_kind=answer.error_kind,
-                spec=d.spec,
-                **s.base(),
-            )
-        )
-    else:
-        log_decision(s, agent, "free_roam", answer)
-    return program
 
 
 def run_batch(
