@@ -567,37 +567,22 @@ class RuleExtractor:
                 elif name == "saw_kill":
                     # two looks: the suspect beside the victim, then by the body in the room
                     before = f"at tick {g['before']}" if g.get("before") else None
-                    out.append(
-                        Claim(
-                            **base,
-                            type="sighting",
-                            subject=me,
-                            target=g["suspect"],
-                            temporal=before,
-                            text=frag,
+                    for target, room, when in (
+                        (g["suspect"], None, before),
+                        (g["victim"], None, before),
+                        (g["suspect"], g["room"], at),
+                    ):
+                        out.append(
+                            Claim(
+                                **base,
+                                type="sighting",
+                                subject=me,
+                                target=target,
+                                room=room,
+                                temporal=when,
+                                text=frag,
+                            )
                         )
-                    )
-                    out.append(
-                        Claim(
-                            **base,
-                            type="sighting",
-                            subject=me,
-                            target=g["victim"],
-                            temporal=before,
-                            text=frag,
-                        )
-                    )
-                    out.append(
-                        Claim(
-                            **base,
-                            type="sighting",
-                            subject=me,
-                            target=g["suspect"],
-                            room=g["room"],
-                            temporal=at,
-                            text=frag,
-                        )
-                    )
                 elif name in (
                     "saw_near_body",
                     "saw_near_scene",
