@@ -25,6 +25,7 @@ neither: see `SKIP_WORDS`, `ABSTAIN_WORDS`, `AnswerReader.is_skip`.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -415,3 +416,19 @@ class AnswerReader:
                 if hit and hit not in out:
                     out.append(hit)
         return out
+
+
+def finite_number(raw: Any) -> float | None:
+    """A finite number, from a number or its text (`"0.2"`, `"+0.2"`); None otherwise."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        value = float(raw)
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return value if math.isfinite(value) else None

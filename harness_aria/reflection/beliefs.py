@@ -26,13 +26,10 @@ Either way the events read are forgotten, as the reference clears them.
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 from harness_aria.calls import ask, setup_of
 from harness_aria.memory.semantic import SemanticMemory
 from harness_aria.modules.registry import is_ghost
-from harness_aria.parsing import AnswerReader
+from harness_aria.parsing import AnswerReader, finite_number
 from harness_aria.toolkit import Toolkit, budget, register_budgets
 
 PURPOSE = "belief_update"
@@ -143,7 +140,7 @@ def read_updates(read: AnswerReader, players: list[str], me: str) -> list[tuple[
             read.note(f"{field}", "delta", "suspicion_delta")
         else:
             value = None
-        number = _number(value)
+        number = finite_number(value)
         if number is None:
             read.dropped(f"{field}.suspicion_delta", value, "not a number")
             continue
@@ -159,19 +156,3 @@ def read_updates(read: AnswerReader, players: list[str], me: str) -> list[tuple[
         named.add(who)
         out.append((who, clamped, text))
     return out
-
-
-def _number(raw: Any) -> float | None:
-    """A finite number, from a number or its text (`"0.2"`, `"+0.2"`); None otherwise."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int | float):
-        value = float(raw)
-    elif isinstance(raw, str):
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return value if math.isfinite(value) else None

@@ -11,12 +11,11 @@ noted as `dropped` with the reason.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from typing import Any
 
 from harness_aria.modules.base import reader
-from harness_aria.parsing import AnswerReader
+from harness_aria.parsing import AnswerReader, finite_number
 from harness_aria.reflection.base import Skill, register_reflector
 from harness_aria.reflection.beliefs import update_beliefs
 from harness_aria.toolkit import Toolkit
@@ -90,22 +89,6 @@ def _text(read: AnswerReader, key: str, raw: Any) -> str:
     return ""
 
 
-def _number(raw: Any) -> float | None:
-    """A finite number, from a number or its text (`"0.2"`, `"+0.2"`); None otherwise."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int | float):
-        value = float(raw)
-    elif isinstance(raw, str):
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return value if math.isfinite(value) else None
-
-
 def _deltas(read: AnswerReader, raw: Any, tk: Toolkit) -> dict[str, float]:
     """The suspicion deltas by player, each read, clamped and noted as described above."""
     key = "suspicion_deltas"
@@ -128,7 +111,7 @@ def _deltas(read: AnswerReader, raw: Any, tk: Toolkit) -> dict[str, float]:
         if who in out:
             read.dropped(field, value, "a second delta for the same player")
             continue
-        number = _number(value)
+        number = finite_number(value)
         if number is None:
             read.dropped(field, value, "not a number")
             continue
