@@ -148,7 +148,7 @@ class ExperimentSpec(_Strict):
     world: Literal["minecraft", "fake"] = "minecraft"
     """`minecraft` (the embedded server) or `fake` (the in-process simulated world)."""
     preset: str = "quick"
-    """Timing preset of every game (`quick` or `paper`)."""
+    """Preset of every game (`quick`, `balanced` or `paper`: `controller.config.PRESETS`)."""
     base: dict[str, Any] = Field(default_factory=dict)
     """GameConfig values shared by every arm (nested like `GameConfig`)."""
     seeds: list[Annotated[int, Field(ge=0)]] | None = None
