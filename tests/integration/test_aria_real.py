@@ -13,6 +13,7 @@ from controller.checks import log_violations
 from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import Decision, read_events
+from harness_aria.calls import REFERENCE_SAMPLING
 from harness_aria.fake_answers import answer_http
 from testkit.mock_api import MockAPIServer, RecordedRequest
 from world.spec import load_map
@@ -117,7 +118,10 @@ def test_every_decision_is_recorded_with_its_calls(
             assert all("@" in p for p in c["prompts"])
             assert c["latency_ms"] >= 0 and "raw" in c
             assert c["finish_reason"] in ("stop", "end_turn") and not c["truncated"]
-            assert "temperature" in c["settings"]  # both providers, the same rule
+            # both providers, the same rule: the reference's temperature per call kind;
+            # move and mission calls send none (the model's own default), as the reference
+            want, _ = REFERENCE_SAMPLING[c["purpose"]]
+            assert c["settings"].get("temperature") == want, c["purpose"]
             assert c["sent"]["system_sha256"] is None  # ARIA sends no persona text
             for key in ("prefix_sha256", "user_sha256"):
                 assert (out / "prompts" / f"{c['sent'][key]}.txt").is_file()
@@ -128,11 +132,13 @@ def test_both_providers_got_the_same_temperatures(
     aria_game: tuple[Path, Any, MockAPIServer],
 ) -> None:
     _, _, server = aria_game
-    by_api: dict[str, set[float]] = {}
+    allowed = {t for t, _ in REFERENCE_SAMPLING.values()}
+    by_api: dict[str, set[float | None]] = {}
     for r in server.requests:
-        assert "temperature" in r.body, r.path
-        by_api.setdefault(r.api, set()).add(r.body["temperature"])
-    assert by_api["openai"] & by_api["anthropic"]
+        temperature = r.body.get("temperature")
+        assert temperature in allowed, (r.path, temperature)
+        by_api.setdefault(r.api, set()).add(temperature)
+    assert by_api["openai"] & by_api["anthropic"] - {None}
 
 
 def test_api_keys_never_reach_any_file(aria_game: tuple[Path, Any, MockAPIServer]) -> None:
