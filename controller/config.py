@@ -87,9 +87,10 @@ class GameConfig(_Frozen):
     """Name of the preset this configuration started from."""
     map: str = "skeld"
     """Map name under `world/maps/` or a path to a map YAML file."""
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
     """Seed of every random choice of the game (roles, tasks, scripted agents); a
-    non-negative integer (a negative one would draw the same game as its absolute value)."""
+    non-negative integer below 2**31 (a negative one would draw the same game as its
+    absolute value; a larger one is refused as a typo)."""
     crew: SideConfig = SideConfig()
     """Who plays the crewmates."""
     impostor: SideConfig = SideConfig()

@@ -12,6 +12,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
+MAX_STEPS_BOUND = 10_000
+"""The largest step budget a game may have: 50 times the paper's 200 steps, about a day
+of wall time on the embedded world; a larger one is a typo, not a design."""
+
+
 class RulesConfig(BaseModel):
     """The rules the engine enforces. Ticks are 1/20 s."""
 
@@ -61,8 +66,9 @@ class RulesConfig(BaseModel):
     """Game ticks a pass or a failed talk turn costs (a fifth of a line)."""
     vision_radius: float = Field(default=12.0, gt=0)
     """How far (blocks) a player can see another player or a body, line of sight permitting."""
-    max_steps: int = Field(default=120, ge=1)
-    """Step budget; when it is exceeded the game ends with the `timeout` ending."""
+    max_steps: int = Field(default=120, ge=1, le=MAX_STEPS_BOUND)
+    """Step budget; when it is exceeded the game ends with the `timeout` ending (at most
+    `MAX_STEPS_BOUND`: the paper's games have 200)."""
     timeout_winner: Literal["impostors", "crew"] = "impostors"
     """Who wins the `timeout` ending (the reference code scores it for the impostors)."""
     confirm_ejects: bool = False

@@ -202,7 +202,8 @@ class Study:
             SpecError: The spec is invalid.
             ManifestError: The folder holds a different study (use another `out`, or
                 `extend=True` for new arms or seeds).
-            ValueError: `workers` below 1 or `retries` below 0.
+            ValueError: `workers` below 1, `retries` below 0, `game_timeout_s` not above
+                0 or `max_cost_usd` below 0 (the message names the value).
         """
         from controller.tournament.runner import Runner, RunOptions, open_study
 
@@ -214,10 +215,6 @@ class Study:
             max_cost_usd=max_cost_usd,
             extend=extend,
         )
-        if options.workers < 1:
-            raise ValueError(f"workers={options.workers}: run at least one game at a time")
-        if options.retries < 0:
-            raise ValueError(f"retries={options.retries}: give 0 or more")
         spec, arms, manifest, notes = open_study(self.path, self.out, extend)
         notes = list(notes)
 

@@ -193,17 +193,18 @@ def run(args: argparse.Namespace) -> int:
     except (SpecError, ManifestError) as exc:
         return _err(str(exc))
     r = spec.runner
-    options = RunOptions(
-        workers=args.workers if args.workers is not None else r.workers,
-        retries=args.retries if args.retries is not None else r.retries,
-        game_timeout_s=args.game_timeout if args.game_timeout is not None else r.game_timeout_s,
-        max_cost_usd=args.max_cost,
-        extend=args.extend,
-    )
-    if options.workers < 1:
-        return _err("--workers must be at least 1")
-    if options.retries < 0:
-        return _err("--retries must be 0 or more")
+    try:
+        options = RunOptions(
+            workers=args.workers if args.workers is not None else r.workers,
+            retries=args.retries if args.retries is not None else r.retries,
+            game_timeout_s=(
+                args.game_timeout if args.game_timeout is not None else r.game_timeout_s
+            ),
+            max_cost_usd=args.max_cost,
+            extend=args.extend,
+        )
+    except ValueError as exc:
+        return _err(str(exc))
     try:
         executor = _executor(args, options.workers, r.cpus_per_game, r.memory_gb_per_game, out)
     except (ImportError, RuntimeError, ValueError) as exc:

@@ -10,6 +10,8 @@ restarted from scratch in a fresh folder.
 from __future__ import annotations
 
 import logging
+import math
+import os
 import signal
 import socket
 import threading
@@ -24,6 +26,7 @@ from controller.record import log_path
 from controller.tournament.collect import CollectError, Tables, collect, remove_tables
 from controller.tournament.executors import Executor, Message
 from controller.tournament.manifest import (
+    MANIFEST,
     Attempt,
     Entry,
     Manifest,
@@ -66,6 +69,29 @@ class RunOptions:
     max_cost_usd: float | None = None
     extend: bool = False
 
+    def __post_init__(self) -> None:
+        """Refuse values the spec's `runner` section refuses too, naming the value.
+
+        Raises:
+            ValueError: A value out of range (the message names the option and its
+                command-line flag).
+        """
+        if self.workers < 1:
+            raise ValueError(f"workers (--workers) {self.workers}: run at least 1 game at a time")
+        if self.retries < 0:
+            raise ValueError(f"retries (--retries) {self.retries}: give 0 or more")
+        if not math.isfinite(self.game_timeout_s) or self.game_timeout_s <= 0:
+            raise ValueError(
+                f"game_timeout_s (--game-timeout) {self.game_timeout_s:g}: give a number of "
+                "seconds above 0 (a game past it is killed)"
+            )
+        if self.max_cost_usd is not None and (
+            not math.isfinite(self.max_cost_usd) or self.max_cost_usd < 0
+        ):
+            raise ValueError(
+                f"max_cost_usd (--max-cost) {self.max_cost_usd:g}: give a spend in USD of 0 or more"
+            )
+
 
 @dataclass
 class RunResult:
@@ -88,6 +114,33 @@ def games_folder(out: Path, arm: str, seed: int, attempt: int) -> Path:
     return out / "games" / arm / f"seed{seed}-try{attempt}"
 
 
+_RECORD_FILES = ("events.jsonl", "summary.json")
+
+
+def study_out_refusal(out: Path) -> str | None:
+    """Why a study must not be written into `out`, or None when it may.
+
+    A study folder (one with a manifest) is resumed or extended; any other folder that
+    holds a game record (a run's `events.jsonl` or `summary.json`, at any depth) is
+    refused, as `play` refuses it: `annotate` and `analyze` read every record under a
+    folder, so the study's games would be mixed with the stray ones.
+    """
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        return "is not a folder"
+    if (out / MANIFEST).is_file():
+        for name in _RECORD_FILES:
+            if (out / name).is_file():
+                return f"holds a study and a game record of its own ({out / name})"
+        return None
+    for root, _dirs, files in os.walk(out):
+        for name in _RECORD_FILES:
+            if name in files:
+                return f"holds a game record ({Path(root) / name}) but no study"
+    return None
+
+
 def open_study(
     spec_path: Path, out: Path, extend: bool
 ) -> tuple[ExperimentSpec, list[Arm], Manifest, list[str]]:
@@ -98,10 +151,14 @@ def open_study(
 
     Raises:
         SpecError: the spec is invalid.
-        ManifestError: the spec changed and `extend` is off, or an arm changed.
+        ManifestError: the spec changed and `extend` is off, or an arm changed, or `out`
+            is not a study folder but holds a game record (`study_out_refusal`).
     """
     spec = load_spec(spec_path)
     arms = expand_arms(spec)
+    taken = study_out_refusal(out)
+    if taken is not None:
+        raise ManifestError(f"--out {out} {taken}; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(out)
     notes: list[str] = []
