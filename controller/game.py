@@ -221,7 +221,7 @@ class Game:
             for i, a in enumerate(self.config.agent_ids())
         ]
         self.progress(f"building the map ({self.spec.name}) and bringing in {len(seats)} bots")
-        self.world.start(build_blocks(self.spec), seats)
+        self.world.start(build_blocks(self.spec), seats, progress=self.progress)
         self.versions = {**python_versions(), **self.world.versions()}
         tick, poses = self.world.state()
         self.engine.set_tick(tick)

@@ -9,7 +9,7 @@ agents under test move.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -37,7 +37,12 @@ class PlacedWorld(FakeWorld):
         super().__init__(geometry)
         self.places: dict[str, tuple[Vec3, float]] = dict(places or {})
 
-    def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
+    def start(
+        self,
+        blocks: list[BlockPlacement],
+        seats: list[Seat],
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, PlayerPose]:
         """Place every seat, the named ones where the test says."""
         placed = [
             replace(s, pos=self.places[s.agent][0], yaw=self.places[s.agent][1])

@@ -72,8 +72,14 @@ FrameFormat = Literal["jpg", "png"]
 class World(Protocol):
     """Space, movement and pixels; no rules."""
 
-    def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
-        """Build the map, bring every seat in, and return their poses."""
+    def start(
+        self,
+        blocks: list[BlockPlacement],
+        seats: list[Seat],
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, PlayerPose]:
+        """Build the map, bring every seat in, and return their poses; `progress`, when
+        given, is called with one line per stage of a start that takes a while."""
         ...
 
     def run_programs(

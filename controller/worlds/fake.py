@@ -12,7 +12,7 @@ disconnection, a failed reconnect) through `inject_disconnect`.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,7 +109,12 @@ class FakeWorld:
         """Players drawn only in each other's pictures (`hide_players`)."""
 
     # ------------------------------------------------------------------ world API
-    def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
+    def start(
+        self,
+        blocks: list[BlockPlacement],
+        seats: list[Seat],
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, PlayerPose]:
         """Record the map and place every seat."""
         self.set_blocks(blocks)
         for seat in seats:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import numpy as np
@@ -73,8 +74,20 @@ class MinecraftWorld:
             raise WorldFault("the world is not started")
         return self.bridge
 
-    def start(self, blocks: list[BlockPlacement], seats: list[Seat]) -> dict[str, PlayerPose]:
-        """Start Node, the server (unless external), build the map and join the bots."""
+    def start(
+        self,
+        blocks: list[BlockPlacement],
+        seats: list[Seat],
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, PlayerPose]:
+        """Start Node, the server (unless external), build the map and join the bots,
+        saying each stage through `progress` with the seconds since the start."""
+        t0 = time.monotonic()
+
+        def say(what: str) -> None:
+            if progress is not None:
+                progress(f"world: {what} ({time.monotonic() - t0:.1f} s)")
+
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env: dict[str, str] = {}
         if self.frames:
@@ -90,6 +103,7 @@ class MinecraftWorld:
             )
         self.bridge = NodeBridge(log_path=self.log_dir / "node.log", env=env)
         try:
+            say("starting Node")
             self.bridge.start()
             hello = self.bridge.hello()
             self._versions = {"node": str(hello.get("node", ""))}
@@ -101,6 +115,7 @@ class MinecraftWorld:
                 for s in seats
             ]
             if external is None:
+                say("starting the embedded server")
                 port = self.bridge.start_server(
                     HOST,
                     free_port(HOST),
@@ -109,10 +124,13 @@ class MinecraftWorld:
                     self.server.view_distance,
                 )
                 self.address = (HOST, port)
+                say(f"server up on {HOST}:{port}; placing {len(blocks)} blocks")
                 self.bridge.set_blocks(blocks)
+                say(f"joining {len(bots)} bots")
                 poses = self.bridge.connect(HOST, port, self.server.version, bots)
             else:
                 self.address = external
+                say(f"joining {len(bots)} bots to {external[0]}:{external[1]}")
                 poses = self.bridge.connect(
                     external[0],
                     external[1],
@@ -126,9 +144,11 @@ class MinecraftWorld:
                     {s.agent: Teleport(pos=s.pos, yaw=s.yaw) for s in seats}
                 )
             if self.frames:
+                say("starting the renderers")
                 result = self.bridge.render_init()
                 if result.get("errors"):
                     raise WorldFault(f"renderers could not start: {result['errors']}")
+            say("ready")
             return poses
         except BridgeError as exc:
             raise WorldFault(str(exc)) from exc

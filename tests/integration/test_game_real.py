@@ -230,7 +230,7 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _start_play(out: Path, *extra: str) -> subprocess.Popen[bytes]:
+def _start_play(out: Path, *extra: str, quiet: bool = True) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -241,7 +241,7 @@ def _start_play(out: Path, *extra: str) -> subprocess.Popen[bytes]:
             "2",
             "--out",
             str(out),
-            "--quiet",
+            *(["--quiet"] if quiet else []),
             *extra,
         ],
         stdout=subprocess.PIPE,
@@ -284,9 +284,13 @@ def test_kill_9_leaves_no_orphan_and_next_play_starts(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     assert _gone(children), f"orphans survived: {[p for p in children if _alive(p)]}"
-    nxt = _start_play(tmp_path / "b", "--max-steps", "2")
+    nxt = _start_play(tmp_path / "b", "--max-steps", "2", quiet=False)
     stdout, stderr = nxt.communicate(timeout=300)
     assert nxt.returncode == 0, stderr.decode()[-2000:]
+    # The start-up says what it is doing while the server and bots come up.
+    said = stderr.decode()
+    for stage in ("world: starting Node", "world: server up on 127.0.0.1:", "world: ready"):
+        assert stage in said, said[-2000:]
     assert json.loads(stdout.decode().strip().splitlines()[-1])["status"] == "ok"
 
 
