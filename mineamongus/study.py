@@ -20,6 +20,7 @@ its seat's page and prints the address into the game's `play.log` (and
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -179,6 +180,7 @@ class Study:
         backend: Backend = "local",
         ray_address: str | None = None,
         notify: Callable[[str], None] | None = None,
+        progress: bool = True,
     ) -> StudyResult:
         """Run every pending game of the study (a finished study returns at once).
 
@@ -193,7 +195,11 @@ class Study:
             extend: Add the spec's new arms or seeds to an existing study folder.
             backend: `local` child processes, or `ray` tasks.
             ray_address: The Ray cluster to join (`ray` only; None starts a local one).
-            notify: Called with one line per notable event (default: logged).
+            notify: Called with one line per notable event (default: logged, and shown
+                in the progress display when there is one).
+            progress: Show the study's progress on stderr as `mineamongus tournament`
+                does (a live table on a terminal, plain lines elsewhere, e.g. in a
+                notebook's log); False shows nothing.
 
         Returns:
             The outcome, the folder and the result tables.
@@ -205,6 +211,7 @@ class Study:
             ValueError: `workers` below 1, `retries` below 0, `game_timeout_s` not above
                 0 or `max_cost_usd` below 0 (the message names the value).
         """
+        from controller.tournament.display import study_progress
         from controller.tournament.runner import Runner, RunOptions, open_study
 
         r = self.spec.runner
@@ -218,15 +225,31 @@ class Study:
         spec, arms, manifest, notes = open_study(self.path, self.out, extend)
         notes = list(notes)
 
-        def note(line: str) -> None:
-            notes.append(line)
-            (notify or (lambda text: log.info("%s", text)))(line)
-
         # Ray without `workers` runs as many games as the cluster holds.
         slots = options.workers if backend == "local" else workers
         executor = self._executor(backend, slots, ray_address)
-        runner = Runner(self.out, spec, arms, manifest, executor, options, notify=note)
-        result = runner.run()
+        shown = study_progress(spec, arms, executor.slots, self.out) if progress else None
+
+        def note(line: str) -> None:
+            notes.append(line)
+            if shown is not None:
+                shown.note(line)
+            (notify or (lambda text: log.info("%s", text)))(line)
+
+        with shown if shown is not None else contextlib.nullcontext():
+            runner = Runner(
+                self.out,
+                spec,
+                arms,
+                manifest,
+                executor,
+                options,
+                on_change=shown.update if shown is not None else None,
+                notify=note,
+            )
+            result = runner.run()
+            if shown is not None:
+                shown.update(runner.manifest, 0)
         tables = result.tables
         return StudyResult(
             out=self.out,

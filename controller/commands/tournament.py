@@ -238,21 +238,14 @@ def _run_study(
 ) -> int:
     """Run the study's pending games with progress shown; print the result line."""
     from controller.tournament.capacity import machine_capacity
-    from controller.tournament.display import Progress
-    from controller.tournament.estimate import arm_estimate, game_seconds
+    from controller.tournament.display import study_progress
+    from controller.tournament.estimate import arm_estimate
     from controller.tournament.runner import Runner
     from controller.tournament.stats import arm_status, format_status
 
     r = spec.runner
-    budgets = {a.name: a.config.rules.max_steps for a in arms}
-    # Until a game has ended, the ETA rests on a per-game estimate from the step budgets.
-    prior = sum(game_seconds(spec.world, b) for b in budgets.values()) / max(1, len(budgets))
-    with Progress(
-        executor.slots,
-        live=False if args.plain else None,
-        out=out,
-        budgets=budgets,
-        prior_s=prior,
+    with study_progress(
+        spec, arms, executor.slots, out, live=False if args.plain else None
     ) as progress:
         for line in notes:
             progress.note(line)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
@@ -16,6 +16,9 @@ from rich.table import Table
 
 from controller.record import log_progress
 from controller.tournament.manifest import Entry, Manifest
+
+if TYPE_CHECKING:
+    from controller.tournament.spec import Arm, ExperimentSpec
 
 PLAIN_EVERY_S = 30.0
 
@@ -230,3 +233,23 @@ class Progress:
                 ", ".join(playing),
             )
         return table
+
+
+def study_progress(
+    spec: ExperimentSpec, arms: list[Arm], slots: int, out: Path, live: bool | None = None
+) -> Progress:
+    """The progress display of a study's run, its first ETA from the dry-run's per-game
+    estimate (`estimate.arm_estimate`) until a game has ended."""
+    from controller.tournament.estimate import arm_estimate, load_figures
+
+    figures = load_figures()
+    prior = sum(
+        arm_estimate(a, 1, spec.estimate, figures, spec.world).game_seconds for a in arms
+    ) / max(1, len(arms))
+    return Progress(
+        slots,
+        live=live,
+        out=out,
+        budgets={a.name: a.config.rules.max_steps for a in arms},
+        prior_s=prior,
+    )

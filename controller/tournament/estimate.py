@@ -429,10 +429,12 @@ def format_duration(seconds: float) -> str:
 # A game's wall time before any has been measured: process start-up and set-up, plus
 # each step of the budget. Measured on a busy 2-core machine (benchmarks/tournament.py:
 # about 30 s from process start to the first step and 8-9 s per step on the embedded
-# server; a fake-world game is mostly interpreter start-up). The progress display uses
-# it until the first game of the study has ended; the dry-run adds the model calls.
-_START_S = {"minecraft": 30.0, "fake": 12.0}
-_STEP_S = {"minecraft": 9.0, "fake": 0.2}
+# server; a scripted fake-world game, `mineamongus play --world fake`, took 3.7-3.9 s at
+# 25-30 steps and 4.7-4.9 s for a whole `paper` game of 31-33 steps: interpreter
+# start-up plus about 0.04 s a step). The dry-run and the progress display (until the
+# first game of the study has ended) both use `arm_estimate`, which adds the model calls.
+_START_S = {"minecraft": 30.0, "fake": 3.5}
+_STEP_S = {"minecraft": 9.0, "fake": 0.04}
 
 
 def game_seconds(world: str, max_steps: int) -> float:
