@@ -3,8 +3,14 @@
 `results/games.parquet` has one row per run folder (every attempt of every game) and
 `results/seats.parquet` one row per seat of each. Arm and attempt come from the
 folder path (`games/<arm>/seed<N>-try<K>`); everything else from the game's own
-`summary.json` and `events.jsonl`. The manifest is not read, so a table can never
-disagree with the records. The `counted` column marks the one attempt per
+`summary.json` and `events.jsonl`, so a table can never disagree with the records.
+The manifest is read for one thing only, each arm's design labels (what the spec meant
+by the arm, never what a game did): both tables carry them as `design.<name>` columns
+(`design.backbone`, `design.case`, `design.matchup`, ...), after the fixed ones, in the
+order the arms first name them; a column whose every value is a whole number is an
+integer column, any other a text column. A study whose manifest holds no labels (one
+run before labels existed) has no `design.` columns; an arm without a label a study's
+other arms have is null there. The `counted` column marks the one attempt per
 (arm, seed) that counts: the first finished (`done`) one, else the latest.
 """
 
@@ -23,9 +29,14 @@ import pyarrow.parquet as pq
 from controller.events import Decision, Kill, TaskDone
 from controller.record import ARIA_AXES as AXES
 from controller.record import NotAGameLog, RunRecord, Side, calls_of, has_log
+from controller.tournament.manifest import read_manifest
 from controller.tournament.process import read_summary
 
 _ATTEMPT = re.compile(r"^seed(-?\d+)-try(\d+)$")
+_WHOLE = re.compile(r"^-?\d+$")
+
+DESIGN_PREFIX = "design."
+"""Prefix of the columns of the arms' design labels (`Arm.labels`)."""
 
 GAME_COLUMNS = (
     "game_id",
@@ -114,6 +125,42 @@ def _run_folders(out: Path) -> list[tuple[str, int, int, Path]]:
     return found
 
 
+def design_labels(out: Path) -> dict[str, dict[str, str]]:
+    """Arm name -> design labels, from the study's manifest (empty when it has none, or
+    no readable manifest: such a study's tables have no `design.` columns)."""
+    try:
+        manifest = read_manifest(out)
+    except (ValueError, OSError):
+        return {}
+    return dict(manifest.labels) if manifest is not None else {}
+
+
+def design_columns(
+    labels: dict[str, dict[str, str]],
+) -> tuple[tuple[str, ...], dict[str, pa.DataType]]:
+    """The `design.<name>` columns of a study's labels (in the order the arms first name
+    them) and their types: int64 when every value is a whole number, else string."""
+    names: dict[str, None] = {}
+    for arm_labels in labels.values():
+        names.update(dict.fromkeys(arm_labels))
+    types: dict[str, pa.DataType] = {}
+    for name in names:
+        values = [a[name] for a in labels.values() if name in a]
+        whole = all(_WHOLE.match(v) for v in values)
+        types[DESIGN_PREFIX + name] = pa.int64() if whole else pa.string()
+    return tuple(DESIGN_PREFIX + n for n in names), types
+
+
+def _design_row(
+    labels: dict[str, str], types: dict[str, pa.DataType]
+) -> dict[str, str | int | None]:
+    row: dict[str, str | int | None] = {}
+    for column, kind in types.items():
+        value = labels.get(column.removeprefix(DESIGN_PREFIX))
+        row[column] = int(value) if value is not None and kind == pa.int64() else value
+    return row
+
+
 def _side_columns(crew: Side, impostor: Side) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, side in (("impostor", impostor), ("crew", crew)):
@@ -198,7 +245,7 @@ def _record(run: Path) -> RunRecord | None:
     if not has_log(run):
         return None
     try:
-        return RunRecord.read(run)
+        return RunRecord.read(run, partial=True)
     except NotAGameLog:
         return None
 
@@ -226,6 +273,8 @@ def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
         CollectError: `out` holds no `games/` folder.
     """
     runs = _run_folders(out)
+    labels = design_labels(out)
+    design, design_types = design_columns(labels)
     summaries = {run: read_summary(run) for _a, _s, _k, run in runs}
     counted: dict[tuple[str, int], Path] = {}
     for arm, seed, _k, run in sorted(runs, key=lambda r: r[2]):
@@ -248,6 +297,7 @@ def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
             "seed": seed,
             "attempt": attempt,
             "counted": counted[(arm, seed)] == run,
+            **_design_row(labels.get(arm, {}), design_types),
         }
         game_rows.append(
             {
@@ -288,8 +338,8 @@ def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
     results = out / "results"
     results.mkdir(exist_ok=True)
     games_path, seats_path = (results / name for name in TABLES)
-    _write(game_rows, GAME_COLUMNS, games_path)
-    _write(seat_rows, SEAT_COLUMNS, seats_path)
+    _write(game_rows, GAME_COLUMNS + design, games_path, design_types)
+    _write(seat_rows, SEAT_COLUMNS + design, seats_path, design_types)
     return Tables(games_path, seats_path, len(game_rows), len(seat_rows))
 
 
@@ -317,9 +367,15 @@ _TYPES = {
 }
 
 
-def _write(rows: list[dict[str, Any]], columns: tuple[str, ...], path: Path) -> None:
+def _write(
+    rows: list[dict[str, Any]],
+    columns: tuple[str, ...],
+    path: Path,
+    types: dict[str, pa.DataType] | None = None,
+) -> None:
     # A fixed schema, so an empty table or an all-null column still has its types.
-    schema = pa.schema([(c, _TYPES.get(c, pa.string())) for c in columns])
+    known = {**_TYPES, **(types or {})}
+    schema = pa.schema([(c, known.get(c, pa.string())) for c in columns])
     table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows], schema=schema)
     tmp = path.with_suffix(".parquet.tmp")
     pq.write_table(table, tmp)

@@ -109,6 +109,10 @@ class Manifest(BaseModel):
     """World of every game."""
     arms: dict[str, str]
     """Arm name -> digest of its configuration (a changed arm is refused)."""
+    labels: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Arm name -> its design labels (`Arm.labels`; arms without any are left out). Not
+    part of the digest: the spec's latest labels replace them whenever it is opened.
+    Absent from manifests written before labels existed."""
     seeds: list[int]
     """Paired seeds."""
     games: dict[str, Entry] = Field(default_factory=dict)
@@ -144,15 +148,27 @@ def game_key(arm: str, seed: int) -> str:
 
 def new_manifest(name: str, world: str, arms: list[Arm], seeds: list[int]) -> Manifest:
     """A manifest with every (arm, seed) pending."""
-    m = Manifest(name=name, world=world, arms={a.name: a.digest() for a in arms}, seeds=seeds)
+    m = Manifest(
+        name=name,
+        world=world,
+        arms={a.name: a.digest() for a in arms},
+        labels=arm_labels(arms),
+        seeds=seeds,
+    )
     for arm in arms:
         for seed in seeds:
             m.games[game_key(arm.name, seed)] = Entry(arm=arm.name, seed=seed)
     return m
 
 
+def arm_labels(arms: list[Arm]) -> dict[str, dict[str, str]]:
+    """Arm name -> design labels, for the arms that have any."""
+    return {a.name: dict(a.labels) for a in arms if a.labels}
+
+
 def reconcile(old: Manifest, arms: list[Arm], seeds: list[int], extend: bool) -> list[str]:
     """Check a spec against an existing manifest; with `extend`, add new arms and seeds.
+    An accepted spec's design labels replace the manifest's (they are not configuration).
 
     Returns:
         What `extend` added, one line each (empty when nothing changed).
@@ -181,6 +197,7 @@ def reconcile(old: Manifest, arms: list[Arm], seeds: list[int], extend: bool) ->
             "folder"
         )
     if not (added or new_seeds):
+        old.labels = arm_labels(arms)
         return []
     if not extend:
         raise ManifestError(
@@ -193,6 +210,7 @@ def reconcile(old: Manifest, arms: list[Arm], seeds: list[int], extend: bool) ->
         old.arms[n] = new[n]
         lines.append(f"added arm {n}")
     old.seeds = old.seeds + new_seeds
+    old.labels = arm_labels(arms)
     lines += [f"added seed {s}" for s in new_seeds]
     for arm in arms:
         for seed in old.seeds:

@@ -2,9 +2,15 @@
 
 A spec is YAML validated by pydantic. Arms come from four sources, merged in order:
 explicit `arms`, a `sweep` (the cartesian product of axes), a `round_robin` (crew
-model x impostor model x configuration pairs) and an optional scripted `control` arm.
+model x impostor model x configuration pairs, crew-major or, as the paper's RQ2 driver
+numbers its matchups, impostor-major per case) and an optional scripted `control` arm.
 Every arm plays the same seed list (paired seeds), so two arms differ only in what
 the spec varies: roles and tasks are drawn from the seed.
+
+Every arm carries its design labels (`Arm.labels`): the value label of each named sweep
+axis, the value of each dotted one, and a round robin's `case`, `matchup`, `crew_model`
+and `impostor_model`. They are not part of the arm's configuration (its digest); the
+study's manifest keeps them and the result tables carry them as `design.<name>` columns.
 
 Each game's configuration is built by `controller.config.resolve_config` from the
 spec's preset, `base` and the arm's overrides (nested like `GameConfig`), so new
@@ -45,6 +51,9 @@ class ArmSpec(_Strict):
     """Arm name (letters, digits, `_ . + = -`); also its folder name under `games/`."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """GameConfig values of this arm, nested like `GameConfig` (merged over `base`)."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Design labels of this arm (name -> value), carried into the result tables as
+    `design.<name>` columns."""
 
 
 class AxisValue(_Strict):
@@ -87,17 +96,73 @@ class SpecPair(_Strict):
     """ARIA spec values of the impostors (fields of `AriaSpec`)."""
 
 
-class RoundRobinSpec(_Strict):
-    """Crew model x impostor model x configuration pairs."""
+class RoundRobinModel(_Strict):
+    """One model of a round robin with what a side needs to call it."""
 
-    models: list[str] = Field(min_length=1)
-    """Backends (e.g. `openai:gpt-4.1-mini`) that play both as crew and as impostors."""
-    impostor_models: list[str] | None = None
+    backend: str
+    """The backend address (e.g. `openai-compatible:qwen/qwen3.6-27b`)."""
+    label: str | None = None
+    """Short name in arm names and labels (default: the round robin's `labels`, else the
+    address after its last `:` or `/`)."""
+    side: dict[str, Any] = Field(default_factory=dict)
+    """Side values this model needs wherever it plays, merged under the arm's `backend`
+    and `spec` into that side (e.g. `base_url`, `settings: {prices: ..., model: ...}`)."""
+
+
+RoundRobinOrder = Literal["crew_major", "impostor_major"]
+
+
+class RoundRobinSpec(_Strict):
+    """Crew model x impostor model x configuration pairs.
+
+    `order: crew_major` (default) enumerates crew model, then impostor model, then pair,
+    and names arms `c=CREW-i=IMP[-PAIR]`. `order: impostor_major` enumerates per pair
+    (a case), then impostor model i, then crew model j, with the matchup index
+    k = i * len(crew models) + j, and names arms `PAIR-kNNN-i=IMP-c=CREW` (`kNNN-...`
+    for the single default pair), so arms sort in that order and the same k pairs the
+    same models in every case.
+    """
+
+    models: list[str | RoundRobinModel] = Field(min_length=1)
+    """Backends (e.g. `openai:gpt-4.1-mini`), or `{backend, label, side}` entries, that
+    play as crew (and as impostors unless `impostor_models` is given)."""
+    impostor_models: list[str | RoundRobinModel] | None = None
     """Impostor backends when they differ from `models` (default: `models`)."""
     pairs: list[SpecPair] = Field(default_factory=lambda: [SpecPair(label="default")])
-    """Configuration pairs; every model pairing plays each."""
+    """Configuration pairs (cases); every model pairing plays each."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Optional short names of backends for arm names (default: the part after `:`)."""
+    order: RoundRobinOrder = "crew_major"
+    """`crew_major` (default) or `impostor_major` (per case, impostor model, crew model;
+    the matchup index in the arm name)."""
+
+    @model_validator(mode="after")
+    def _distinct(self) -> RoundRobinSpec:
+        for field in ("models", "impostor_models"):
+            entries = getattr(self, field)
+            if entries is None:
+                continue
+            names = [self.model_label(m) for m in entries]
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(
+                    f"{field}: {', '.join(dup)} appear(s) more than once; list each model once "
+                    "(or give entries distinct `label`s)"
+                )
+        labels = [p.label for p in self.pairs]
+        dup = sorted({n for n in labels if labels.count(n) > 1})
+        if dup:
+            raise ValueError(f"pairs: label(s) {', '.join(dup)} repeat; give each pair its own")
+        return self
+
+    def model_label(self, model: str | RoundRobinModel) -> str:
+        """A model's short name: its entry's `label`, else `labels`, else the address after
+        its last `:` or `/`."""
+        if isinstance(model, RoundRobinModel):
+            if model.label is not None:
+                return model.label
+            model = model.backend
+        return self.labels.get(model, _short(model))
 
 
 class TokenEstimate(_Strict):
@@ -195,7 +260,7 @@ class ExperimentSpec(_Strict):
 
 
 class Arm(BaseModel):
-    """One resolved arm: a name and the GameConfig file data of its games."""
+    """One resolved arm: a name, the GameConfig file data of its games and its labels."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -205,6 +270,10 @@ class Arm(BaseModel):
     """GameConfig values (preset included) the arm's games are resolved from."""
     config: GameConfig
     """The arm's configuration resolved with seed 0 (the seed is set per game)."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Design labels (name -> value): a named sweep axis's value label, a dotted axis's
+    value, a round robin's `case`, `matchup`, `crew_model` and `impostor_model`, or an
+    explicit arm's own. Not part of the configuration (`digest`)."""
 
     def game_data(self, seed: int) -> dict[str, Any]:
         """The config-file data of this arm's game with `seed` (what `play --config` reads)."""
@@ -238,10 +307,19 @@ def _short(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.+=-]", "_", text)
 
 
-def _sweep_arms(sweep: SweepSpec) -> list[tuple[str, dict[str, Any]]]:
-    axes: list[list[tuple[str, dict[str, Any]]]] = []
+_Raw = tuple[str, dict[str, Any], dict[str, str]]
+"""An arm before resolution: name, overrides, design labels."""
+
+
+def _label_value(value: Any) -> str:
+    """A plain axis value as a label: text as it is, anything else as JSON (`true`, `100`)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _sweep_arms(sweep: SweepSpec) -> list[_Raw]:
+    axes: list[list[tuple[str, str, dict[str, Any]]]] = []
     for name, values in sweep.axes.items():
-        options: list[tuple[str, dict[str, Any]]] = []
+        options: list[tuple[str, str, dict[str, Any]]] = []
         for i, value in enumerate(values):
             if "." in name:
                 if isinstance(value, dict):
@@ -250,7 +328,11 @@ def _sweep_arms(sweep: SweepSpec) -> list[tuple[str, dict[str, Any]]]:
                         f"(e.g. window), got a mapping; use a named axis for mappings"
                     )
                 options.append(
-                    (f"{name.rsplit('.', 1)[-1]}={_short(value)}", _at_path(name, value))
+                    (
+                        f"{name.rsplit('.', 1)[-1]}={_short(value)}",
+                        _label_value(value),
+                        _at_path(name, value),
+                    )
                 )
             else:
                 try:
@@ -260,29 +342,59 @@ def _sweep_arms(sweep: SweepSpec) -> list[tuple[str, dict[str, Any]]]:
                         f"sweep.axes.{name}[{i}]: a named axis takes "
                         f"{{label: NAME, set: {{...GameConfig values}}}} ({_first(exc)})"
                     ) from exc
-                options.append((av.label, av.overrides))
+                options.append((av.label, av.label, av.overrides))
         axes.append(options)
-    arms = []
+    names = list(sweep.axes)
+    arms: list[_Raw] = []
     for combo in itertools.product(*axes):
         data: dict[str, Any] = {}
-        for _label, setting in combo:
+        for _part, _value, setting in combo:
             data = _deep_merge(data, setting)
-        arms.append(("-".join(label for label, _ in combo), data))
+        labels = {axis: value for axis, (_part, value, _s) in zip(names, combo, strict=True)}
+        arms.append(("-".join(part for part, _, _ in combo), data, labels))
     return arms
 
 
-def _round_robin_arms(rr: RoundRobinSpec) -> list[tuple[str, dict[str, Any]]]:
-    arms = []
-    imp_models = rr.impostor_models if rr.impostor_models is not None else rr.models
-    for crew, imp, pair in itertools.product(rr.models, imp_models, rr.pairs):
-        name = f"c={rr.labels.get(crew, _short(crew))}-i={rr.labels.get(imp, _short(imp))}"
-        if len(rr.pairs) > 1 or pair.label != "default":
-            name += f"-{pair.label}"
-        data = {
-            "crew": {"backend": crew, "spec": dict(pair.crew)},
-            "impostor": {"backend": imp, "spec": dict(pair.impostor)},
+def _rr_side(model: str | RoundRobinModel, spec: dict[str, Any]) -> dict[str, Any]:
+    """One side of a round-robin arm: the model's own side values, its backend, the spec."""
+    if isinstance(model, RoundRobinModel):
+        return _deep_merge(model.side, {"backend": model.backend, "spec": dict(spec)})
+    return {"backend": model, "spec": dict(spec)}
+
+
+def _round_robin_arms(rr: RoundRobinSpec) -> list[_Raw]:
+    crews = rr.models
+    imps = rr.impostor_models if rr.impostor_models is not None else rr.models
+    n = len(crews)
+    width = max(3, len(str(len(imps) * n - 1)))
+    default_pair = len(rr.pairs) == 1 and rr.pairs[0].label == "default"
+    # (pair, impostor index, crew index) in the spec's order
+    combos: list[tuple[SpecPair, int, int]]
+    if rr.order == "impostor_major":
+        combos = [(pair, i, j) for pair in rr.pairs for i in range(len(imps)) for j in range(n)]
+    else:
+        combos = [(pair, i, j) for j in range(n) for i in range(len(imps)) for pair in rr.pairs]
+    arms: list[_Raw] = []
+    for pair, i, j in combos:
+        crew, imp = crews[j], imps[i]
+        crew_label, imp_label = rr.model_label(crew), rr.model_label(imp)
+        k = i * n + j
+        if rr.order == "impostor_major":
+            name = f"k{k:0{width}d}-i={imp_label}-c={crew_label}"
+            if not default_pair:
+                name = f"{pair.label}-{name}"
+        else:
+            name = f"c={crew_label}-i={imp_label}"
+            if not default_pair:
+                name += f"-{pair.label}"
+        data = {"crew": _rr_side(crew, pair.crew), "impostor": _rr_side(imp, pair.impostor)}
+        labels = {
+            "case": pair.label,
+            "matchup": str(k),
+            "crew_model": crew_label,
+            "impostor_model": imp_label,
         }
-        arms.append((name, data))
+        arms.append((name, data, labels))
     return arms
 
 
@@ -299,18 +411,22 @@ def expand_arms(spec: ExperimentSpec) -> list[Arm]:
         SpecError: a duplicate arm name or an arm whose configuration is invalid
             (naming the arm and the configuration field).
     """
-    raw: list[tuple[str, dict[str, Any]]] = [(a.name, a.overrides) for a in spec.arms]
+    raw: list[_Raw] = [(a.name, a.overrides, dict(a.labels)) for a in spec.arms]
     if spec.sweep is not None:
         raw += _sweep_arms(spec.sweep)
     if spec.round_robin is not None:
         raw += _round_robin_arms(spec.round_robin)
     if spec.control:
         raw.append(
-            ("control", {"crew": {"backend": "scripted"}, "impostor": {"backend": "scripted"}})
+            (
+                "control",
+                {"crew": {"backend": "scripted"}, "impostor": {"backend": "scripted"}},
+                {},
+            )
         )
     arms: list[Arm] = []
     seen: set[str] = set()
-    for name, overrides in raw:
+    for name, overrides, labels in raw:
         if not _NAME.match(name):
             raise SpecError(
                 f"arm {name!r}: names take letters, digits and `_ . + = -` only; rename it"
@@ -327,7 +443,7 @@ def expand_arms(spec: ExperimentSpec) -> list[Arm]:
             config = resolve_config(spec.preset, data)
         except ConfigError as exc:
             raise SpecError(f"arm {name!r}: {exc}") from exc
-        arms.append(Arm(name=name, data=data, config=config))
+        arms.append(Arm(name=name, data=data, config=config, labels=labels))
     return arms
 
 

@@ -39,7 +39,7 @@ def test_dry_run_of_rq1_agrees_with_a_measured_fake_world_paper_game(tmp_path: P
     spec = load_spec(RQ1)
     figures = load_figures()
     assert figures is not None
-    arm = next(a for a in expand_arms(spec) if a.name.startswith("gpt-4.1-mini-crew=win-rea"))
+    arm = next(a for a in expand_arms(spec) if a.name.startswith("gpt-4.1-mini-win-hie-"))
     est = arm_estimate(arm, 1, spec.estimate, figures, spec.world)
     # The same arm played on the fake world with the fake backend (a seed the figures
     # were not measured on); its prompts are counted as the figures count them.
@@ -97,7 +97,7 @@ def test_a_model_without_a_shipped_vocabulary_is_estimated_from_its_own_count() 
     spec = load_spec(RQ1)
     figures = load_figures()
     assert figures is not None
-    arm = next(a for a in expand_arms(spec) if a.name.startswith("gpt-4.1-mini-crew=win-rea"))
+    arm = next(a for a in expand_arms(spec) if a.name.startswith("gpt-4.1-mini-win-hie-"))
     crew = arm.config.crew.model_copy(
         update={"args": {**arm.config.crew.args, "backend": "anthropic:claude-haiku-4-5"}}
     )
