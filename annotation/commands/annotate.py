@@ -1,4 +1,5 @@
-"""`mineamongus annotate RUN_OR_TOURNAMENT... --judge BACKEND|none`: deception atoms."""
+"""`mineamongus annotate RUN_OR_TOURNAMENT... --judge BACKEND|none [--judge-profile
+auto|reference|grounded]`: deception atoms."""
 
 from __future__ import annotations
 
@@ -36,7 +37,21 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--cache", type=Path, default=None, help="judge cache folder (default: DIR/judge_cache)"
     )
-    p.add_argument("--max-tokens", type=int, default=8000, help="judge output cap per call")
+    p.add_argument(
+        "--judge-profile",
+        choices=["auto", "reference", "grounded"],
+        default="auto",
+        help="which judge: reference (the authors' instrument: their log format, prompts "
+        "and two passes, findings kept as emitted), grounded (this project's: a rendering "
+        "with ground-truth facts, strict prompts, findings filtered), or auto: reference "
+        "for games whose impostors played the reference harness, else grounded (default)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="judge output cap per call (default: the profile's, 8000 grounded, 20000 reference)",
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -71,11 +86,21 @@ def _params(items: list[str]) -> Any:
     return DetectorParams.model_validate(values)
 
 
+def _count(values: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[str(v)] = out.get(str(v), 0) + 1
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Annotate, or estimate with --dry-run."""
     from annotation.deception.annotate import annotate_runs, estimate_runs
+    from annotation.deception.profiles import DEFAULTS, backend_settings, profile_of_run
+    from controller.record import finished_runs
 
     judge_address = None if args.judge.strip().lower() == "none" else args.judge.strip()
+    choice = args.judge_profile
     try:
         params = _params(args.detector)
         if args.dry_run:
@@ -83,7 +108,11 @@ def run(args: argparse.Namespace) -> int:
                 print("--dry-run estimates the judge: pass --judge BACKEND", file=sys.stderr)
                 return 2
             estimates = estimate_runs(
-                args.paths, judge_address, cache_dir=args.cache, expected_out=args.expected_out
+                args.paths,
+                judge_address,
+                cache_dir=args.cache,
+                expected_out=args.expected_out,
+                judge_profile=choice,
             )
             tin = sum(e.tokens_in for e in estimates)
             tout = sum(e.tokens_out for e in estimates)
@@ -104,7 +133,15 @@ def run(args: argparse.Namespace) -> int:
         if judge_address is not None:
             from annotation.llm import make_judge
 
-            judge = make_judge(judge_address, base_url=args.base_url, max_tokens=args.max_tokens)
+            # One backend serves the run: the reference's retries and time limit when
+            # every game is judged with its profile.
+            profiles = {profile_of_run(f, choice) for f in finished_runs(args.paths)}
+            judge = make_judge(
+                judge_address,
+                base_url=args.base_url,
+                max_tokens=args.max_tokens or DEFAULTS["grounded"].max_tokens,
+                settings=backend_settings(profiles),
+            )
         totals = asyncio.run(
             annotate_runs(
                 args.paths,
@@ -113,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
                 cache_dir=args.cache,
                 concurrency=args.concurrency,
                 progress=not args.quiet,
+                judge_profile=choice,
+                max_tokens=args.max_tokens,
             )
         )
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
@@ -125,12 +164,15 @@ def run(args: argparse.Namespace) -> int:
                 "accepted": totals.accepted,
                 "rejected": totals.rejected,
                 "rejected_by_reason": totals.reasons,
+                "judge_profiles": _count(totals.profiles.values()),
+                "kept_but_filtered": totals.filtered_out,
                 "judge_failed": totals.judge_failed,
                 "calls": totals.calls,
                 "cached_calls": totals.cached_calls,
                 "tokens_in": totals.tokens_in,
                 "tokens_out": totals.tokens_out,
-                "cost_usd": round(totals.cost_usd, 6),
+                "cost_usd": None if totals.spend_usd is None else round(totals.spend_usd, 6),
+                "unpriced_calls": totals.unpriced_calls,
             }
         )
     )

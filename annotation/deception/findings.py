@@ -2,7 +2,9 @@
 
 A finding is `{atom, step, actor, evidence, source}` (`source` is `judge:MODEL` or
 `detector:NAME`). Every finding, from a judge or a detector, is checked against the
-game; a rejected one is kept with its reason, never dropped.
+game (the grounded checks, `validate_finding`; their verdict is `filter_ok`); a rejected
+one is kept with its reason, never dropped. A `reference` judge's findings are kept as
+emitted (`accepted` whatever the checks say), with the checks' verdict beside them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from annotation.deception.render import Line
 from annotation.gamelog import Game
 
 ANNOTATIONS_FILE = "annotations.jsonl"
-ANNOTATIONS_VERSION = 1
+ANNOTATIONS_VERSION = 2
+"""2 added `filter_ok`/`filter_reason` to findings and `judge_profiles` to the header;
+a version 1 file reads with those at their defaults."""
 
 _NONVERBAL_PHASES = frozenset({"free_roam"})
 _VERBAL_PHASES = frozenset({"meeting", "voting"})
@@ -71,10 +75,19 @@ class CheckedFinding(BaseModel):
 
     finding: Finding
     accepted: bool
+    """Whether it counts: the grounded checks' verdict for a detector or a grounded
+    judge; for a `reference` judge, kept as emitted (False only when its label maps to no
+    atom or belongs to the other pass)."""
     reason: str = ""
     """Why it was rejected (empty when accepted)."""
     phase: str = ""
     """The arc phase of its step."""
+    filter_ok: bool | None = None
+    """The grounded validity checks' verdict (`validate_finding`, and for a judge's
+    non-verbal pass one per step, actor and atom), whatever `accepted` says; None where
+    they were not computed (files written before they were)."""
+    filter_reason: str = ""
+    """Why the grounded checks reject it (empty when they pass or were not computed)."""
 
 
 def _norm(text: str) -> str:
@@ -106,7 +119,7 @@ def _atom_check(finding: Finding, game: Game) -> str:
 
 def _generic(quote: str, game: Game) -> bool:
     words = _WORD.findall(quote)
-    seats = set(game.start.agents)
+    seats = set(game.start.agents) | {n.lower() for n in game.start.names.values()}
     return not [w for w in words if w not in BOILERPLATE and w not in seats]
 
 
@@ -160,7 +173,8 @@ def validate_finding(
         book: The codebook (the packaged one by default).
 
     Returns:
-        The finding with `accepted` and, when rejected, the reason.
+        The finding with `accepted` and, when rejected, the reason (`filter_ok` and
+        `filter_reason` repeat them: these are the grounded checks).
     """
     book = book or codebook()
     reason = ""
@@ -199,7 +213,14 @@ def validate_finding(
             ]
         if not reason and lines is not None:
             reason = _quote_check(finding, game, lines, quote)
-    return CheckedFinding(finding=finding, accepted=not reason, reason=reason, phase=phase)
+    return CheckedFinding(
+        finding=finding,
+        accepted=not reason,
+        reason=reason,
+        phase=phase,
+        filter_ok=not reason,
+        filter_reason=reason,
+    )
 
 
 _STEP_TAG = re.compile(r"^\[step (\d+)\]")
@@ -229,6 +250,9 @@ class JudgeCall(BaseModel):
     prompt_sha256: str = ""
     max_tokens: int = 0
     """The output budget of the last request (raised when a reply was cut off)."""
+    profile: str = ""
+    """The judge profile the pass ran under (`grounded`, `reference`; empty in files
+    written before profiles)."""
     truncated: bool = False
     """A reply was cut off at the output budget (the call was retried with a larger one,
     or failed with `error_class` `truncated`)."""
@@ -249,6 +273,10 @@ class GameAnnotation(BaseModel):
     judges: dict[str, Literal["ok", "failed"]] = Field(default_factory=dict)
     """Each judge's status by source (`judge:MODEL`): several judges' findings are kept
     side by side, each judge's replaced only when that judge runs again."""
+    judge_profiles: dict[str, str] = Field(default_factory=dict)
+    """Each judge's profile by source (`annotation.deception.profiles`: `grounded`, whose
+    `accepted` is the grounded checks' verdict, or `reference`, whose findings are kept
+    as emitted with the checks' verdict in `filter_ok`)."""
     detector_params: dict[str, Any] = Field(default_factory=dict)
     findings: list[CheckedFinding] = Field(default_factory=list)
     calls: list[JudgeCall] = Field(default_factory=list)
@@ -259,12 +287,15 @@ class GameAnnotation(BaseModel):
         status: Literal["ok", "failed"],
         findings: list[CheckedFinding],
         calls: list[JudgeCall],
+        profile: str = "grounded",
     ) -> None:
-        """Put one judge's result in, replacing only that judge's earlier one."""
+        """Put one judge's result in, replacing only that judge's earlier one (whatever
+        profile it ran with)."""
         model = source.split(":", 1)[1] if ":" in source else source
         self.findings = [c for c in self.findings if c.finding.source != source] + findings
         self.calls = [c for c in self.calls if c.model != model] + calls
         self.judges = {**self.judges, source: status}
+        self.judge_profiles = {**self.judge_profiles, source: profile}
         if source not in self.sources:
             self.sources.append(source)
         self.judge_status = summary_status(self.judges)
@@ -299,12 +330,23 @@ def judge_statuses(header: dict[str, Any]) -> dict[str, str]:
     return {s: status for s in header.get("sources", []) if str(s).startswith("judge:")}
 
 
+def judge_profiles(header: dict[str, Any]) -> dict[str, str]:
+    """Each judge's profile from an `annotations.jsonl` header (a judge of a file written
+    before profiles existed ran the `grounded` one, the only judge there was)."""
+    given = header.get("judge_profiles")
+    profiles = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
+    for source in judge_statuses(header):
+        profiles.setdefault(source, "grounded")
+    return profiles
+
+
 def write_annotations(folder: Path, ann: GameAnnotation) -> Path:
     """Write `folder/annotations.jsonl` whole (a temporary file renamed over it, so a
     crash leaves the old file or the new one, never half of either).
 
-    Lines: one `header` (game, sources, judge status, detector parameters), one
-    `finding` per checked finding, one `judge_call` per judge pass.
+    Lines: one `header` (game, sources, judge status, each judge's status and
+    profile, detector parameters), one `finding` per checked finding (with `accepted`,
+    `reason`, `phase`, `filter_ok`, `filter_reason`), one `judge_call` per judge pass.
     """
     path = folder / ANNOTATIONS_FILE
     tmp = path.with_suffix(".jsonl.tmp")
@@ -316,13 +358,20 @@ def write_annotations(folder: Path, ann: GameAnnotation) -> Path:
         "sources": ann.sources,
         "judge_status": ann.judge_status,
         "judges": ann.judges,
+        "judge_profiles": ann.judge_profiles,
         "detector_params": ann.detector_params,
     }
     with tmp.open("w", encoding="utf-8") as fh:
         fh.write(json.dumps(header) + "\n")
         for c in ann.findings:
             row = {"kind": "finding", **c.finding.model_dump(by_alias=True)}
-            row.update(accepted=c.accepted, reason=c.reason, phase=c.phase)
+            row.update(
+                accepted=c.accepted,
+                reason=c.reason,
+                phase=c.phase,
+                filter_ok=c.filter_ok,
+                filter_reason=c.filter_reason,
+            )
             fh.write(json.dumps(row) + "\n")
         for call in ann.calls:
             fh.write(json.dumps({"kind": "judge_call", **call.model_dump(by_alias=True)}) + "\n")
@@ -357,12 +406,16 @@ def read_annotations(folder: Path) -> GameAnnotation | None:
             accepted = bool(row.pop("accepted"))
             reason = str(row.pop("reason", ""))
             phase = str(row.pop("phase", ""))
+            filter_ok = row.pop("filter_ok", None)
+            filter_reason = str(row.pop("filter_reason", "") or "")
             findings.append(
                 CheckedFinding(
                     finding=Finding.model_validate(row),
                     accepted=accepted,
                     reason=reason,
                     phase=phase,
+                    filter_ok=None if filter_ok is None else bool(filter_ok),
+                    filter_reason=filter_reason,
                 )
             )
         elif kind == "judge_call":
@@ -375,6 +428,7 @@ def read_annotations(folder: Path) -> GameAnnotation | None:
         sources=header.get("sources", []),
         judge_status=header.get("judge_status", "none"),
         judges=judge_statuses(header),
+        judge_profiles=judge_profiles(header),
         detector_params=header.get("detector_params", {}),
         findings=findings,
         calls=calls,
@@ -383,7 +437,9 @@ def read_annotations(folder: Path) -> GameAnnotation | None:
 
 def read_annotation_rows(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """`annotations.jsonl` as plain dicts (header, finding rows): the fast path for
-    statistics over many games. None when the game was never annotated.
+    statistics over many games. None when the game was never annotated. Every row has
+    `filter_ok` (None when not computed) and `filter_reason`, and the header
+    `judge_profiles`, whatever version wrote the file.
 
     Raises:
         ValueError: The file is newer than this reader or has no header.
@@ -399,6 +455,8 @@ def read_annotation_rows(folder: Path) -> tuple[dict[str, Any], list[dict[str, A
         row = json.loads(line)
         kind = row.get("kind")
         if kind == "finding":
+            row.setdefault("filter_ok", None)
+            row.setdefault("filter_reason", "")
             rows.append(row)
         elif kind == "header":
             if int(row.get("v", 1)) > ANNOTATIONS_VERSION:
@@ -406,4 +464,5 @@ def read_annotation_rows(folder: Path) -> tuple[dict[str, Any], list[dict[str, A
             header = row
     if header is None:
         raise ValueError(f"{path}: no header line; re-run `mineamongus annotate`")
+    header["judge_profiles"] = judge_profiles(header)
     return header, rows

@@ -3,8 +3,10 @@
 Each pass sends the codebook rows of its channel (from `atoms.yaml`), its rules and the
 game's rendering (`annotation.deception.render`). The reply's findings are validated against the
 game (`annotation.deception.findings.validate_finding`: each quote must be a line its actor owns);
-rejected ones are kept with the reason. Replies are cached by (judge model, prompt hash,
-game content hash): a re-run with the same judge, prompts and log makes no call.
+rejected ones are kept with the reason. Replies are cached by (judge model, profile,
+prompt hash, game content hash): a re-run with the same judge, prompts and log makes no
+call. This is the `grounded` judge profile (`annotation.deception.profiles`); the
+authors' instrument is `annotation.deception.reference`.
 
 No call is ever repeated as it was: a reply cut off at its output budget is asked again
 with twice the budget (up to the judge's `max_tokens_cap`; a reply cut off there fails
@@ -30,6 +32,7 @@ from annotation.llm import JudgeCallError, JudgeModel, ReplyCache, count_tokens,
 PassName = Literal["nonverbal", "verbal"]
 PASSES: tuple[PassName, ...] = ("nonverbal", "verbal")
 PROMPT_DIR = Path(__file__).with_name("prompts")
+PROFILE = "grounded"
 
 
 def _template(name: str) -> str:
@@ -82,6 +85,8 @@ class JudgeResult:
     status: Literal["ok", "failed"]
     findings: list[CheckedFinding] = field(default_factory=list)
     calls: list[JudgeCall] = field(default_factory=list)
+    transcripts: dict[str, str] = field(default_factory=dict)
+    """What each pass read, by pass (`nonverbal`, `verbal`)."""
 
 
 class ReplyFormatError(ValueError):
@@ -120,7 +125,7 @@ def check_items(
             bad = Finding(
                 atom="?", step=None, actor="?", evidence=json.dumps(item)[:200], source=source
             )
-            out.append(CheckedFinding(finding=bad, accepted=False, reason="malformed finding"))
+            out.append(_rejected(bad, "malformed finding"))
             continue
         step = item.get("step")
         try:
@@ -139,23 +144,30 @@ def check_items(
             pass_=prompt.pass_,
         )
         if atom in book.letters and atom not in allowed:
-            out.append(
-                CheckedFinding(
-                    finding=f,
-                    accepted=False,
-                    reason=f"atom {atom} is not a {prompt.pass_} atom (asked in the other pass)",
-                )
-            )
+            why = f"atom {atom} is not a {prompt.pass_} atom (asked in the other pass)"
+            out.append(_rejected(f, why))
             continue
         checked = validate_finding(f, game, lines=prompt.lines, book=book)
         key = (f.atom, f.step, f.actor)
         if checked.accepted and prompt.pass_ == "nonverbal" and key in seen:
+            why = "duplicate (one per step, actor and atom)"
             checked = checked.model_copy(
-                update={"accepted": False, "reason": "duplicate (one per step, actor and atom)"}
+                update={"accepted": False, "reason": why, "filter_ok": False, "filter_reason": why}
             )
         seen.add(key)
         out.append(checked)
     return out
+
+
+def _rejected(finding: Finding, why: str) -> CheckedFinding:
+    return CheckedFinding(
+        finding=finding, accepted=False, reason=why, filter_ok=False, filter_reason=why
+    )
+
+
+def cache_key(address: str, prompt: PassPrompt, game: Game) -> str:
+    """A pass's reply's cache key (the profile is part of it)."""
+    return ReplyCache.key(address, f"profile={PROFILE}", prompt.prompt_sha256, game.content_sha256)
 
 
 async def judge_game(
@@ -179,10 +191,11 @@ async def judge_game(
     source = f"judge:{model.address}"
     result = JudgeResult(status="ok")
     for pass_ in PASSES:
+        prompt = build_prompt(game, pass_, book)
+        result.transcripts[pass_] = prompt.rendered
         if pass_ == "verbal" and not game.meetings:
             continue  # nothing was said: no call, no findings
-        prompt = build_prompt(game, pass_, book)
-        key = ReplyCache.key(model.address, prompt.prompt_sha256, game.content_sha256)
+        key = cache_key(model.address, prompt, game)
         stored = cache.get(key) if cache else None
         if stored is not None:
             items = parse_reply(stored["text"])
@@ -197,6 +210,7 @@ async def judge_game(
                     tokens_out=int(stored.get("tokens_out", 0)),
                     cost_usd=0.0,
                     prompt_sha256=prompt.prompt_sha256,
+                    profile=PROFILE,
                 )
             )
             continue
@@ -263,6 +277,7 @@ async def judge_game(
             prompt_sha256=prompt.prompt_sha256,
             max_tokens=budget,
             truncated=truncated,
+            profile=PROFILE,
         )
         result.calls.append(call)
         if items_ok is None:
@@ -310,8 +325,7 @@ def estimate_game(
         if pass_ == "verbal" and not game.meetings:
             continue
         prompt = build_prompt(game, pass_, book)
-        key = ReplyCache.key(address, prompt.prompt_sha256, game.content_sha256)
-        if cache is not None and cache.get(key) is not None:
+        if cache is not None and cache.get(cache_key(address, prompt, game)) is not None:
             cached += 1
             continue
         calls += 1
