@@ -182,18 +182,22 @@ FACT_KINDS = frozenset(
 """The event kinds `game_facts` needs (a light load reads only these)."""
 
 
-def load_game(folder: Path | str, *, only: frozenset[str] | None = None) -> Game:
+def load_game(
+    folder: Path | str, *, only: frozenset[str] | None = None, partial: bool = False
+) -> Game:
     """Read and index one run folder.
 
     Args:
         folder: The run folder.
         only: Read only events of these kinds (e.g. `FACT_KINDS` for statistics over
             many games); everything by default.
+        partial: Accept a game that did not finish (no `game_end`); off by default.
 
     Raises:
-        ValueError: The log has no `game_start` event.
+        controller.record.RecordError: The record is broken, cut, or unfinished (a
+            `ValueError`; the message names the file, the line and the fix).
     """
-    record = RunRecord.read(folder, kinds=only)
+    record = RunRecord.read(folder, kinds=only, partial=partial)
     events = record.events
     start = record.start
     summary: dict[str, Any] = record.summary.model_dump() if record.summary else {}

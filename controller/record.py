@@ -11,7 +11,8 @@ A game writes its record with `controller.events.EventLog` (the writer) and
 - `calls_of(decision)`: a decision's model calls as typed `CallRecord`s.
 - `LogFollower`: the lines a growing log gained since the last look (the viewer).
 - `log_progress(path)`: the latest step and whether the game ended, from the log's tail.
-- `find_runs(paths)`, `log_path(run)`: where run folders and their logs are.
+- `find_runs(paths)`, `log_path(run)`: where run folders and their logs are;
+  `finished_runs(paths)`: those whose game finished (the unfinished are named).
 
 Facts the rules decide (who is out of play and when) are read from the events the
 engine logged (`kill`, `eject`), never re-derived from positions or rules. The engine
@@ -24,7 +25,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -58,8 +59,29 @@ SIDES = ("crew", "impostor")
 E = TypeVar("E", bound=BaseModel)
 
 
-class NotAGameLog(ValueError):
+class RecordError(ValueError):
+    """A run's record cannot be trusted as it is: the message names the file, the line
+    (when one is at fault) and the fix. No tool reads around it."""
+
+    def __init__(self, file: Path, problem: str, fix: str, line: int | None = None) -> None:
+        where = f"{file}: line {line}" if line is not None else f"{file}"
+        super().__init__(f"{where}: {problem}; {fix}")
+        self.file = file
+        self.line = line
+        self.problem = problem
+        self.fix = fix
+
+
+class NotAGameLog(RecordError):
     """A log without a `game_start` event (not a game's record)."""
+
+
+class PartialRecord(RecordError):
+    """A log without `game_end` and no summary: the game did not finish (killed) or is
+    still running. Tools that measure finished games refuse it; `view` follows it live."""
+
+
+_RESTORE = "restore the file from a copy or re-run the game (`mineamongus play --config`)"
 
 
 # ---------------------------------------------------------------------- where
@@ -105,6 +127,44 @@ def find_runs(paths: Iterable[str | Path]) -> list[Path]:
             seen.add(key)
             unique.append(r)
     return unique
+
+
+def finished_runs(
+    paths: Iterable[str | Path], note: Callable[[str], None] | None = None
+) -> list[Path]:
+    """The run folders at or under `paths` whose game finished, for tools that measure
+    games (`annotate`, `audit`, `analyze`).
+
+    A run without `game_end` and without `summary.json` did not finish (its process was
+    killed, or it is still running): it is left out and named through `note`, never
+    mixed with the finished games; when every run found is unfinished, the first is
+    refused. A run that is broken in another way (a cut log beside a summary, a line
+    that is not JSON, a file that is not text) is not judged here: `RunRecord.read`
+    refuses it when the tool reads it.
+
+    Raises:
+        FileNotFoundError: A path does not exist or holds no run folder.
+        PartialRecord: Every run found is unfinished.
+    """
+    runs = find_runs(paths)
+    done: list[Path] = []
+    unfinished: list[Path] = []
+    for run in runs:
+        _, over = log_progress(run)
+        if over or (run / SUMMARY_FILE).is_file():
+            done.append(run)
+        else:
+            unfinished.append(run)
+    if unfinished and not done:
+        RunRecord.read(unfinished[0])  # raises PartialRecord (or the record's own fault)
+    if unfinished and note is not None:
+        shown = ", ".join(str(r) for r in unfinished[:5])
+        more = f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else ""
+        note(
+            f"left out {len(unfinished)} unfinished game(s) (no game_end, no summary: "
+            f"killed or still running): {shown}{more}"
+        )
+    return done
 
 
 _ATTEMPT = re.compile(r"^seed(-?\d+)-try(\d+)$")
@@ -156,8 +216,12 @@ def iter_log(path: str | Path, kinds: Iterable[str] | None = None) -> Iterator[E
     """
     file = log_path(path)
     only = frozenset(kinds) if kinds is not None else None
-    lines = file.read_text(encoding="utf-8").splitlines()
+    text = _log_text(file)
+    lines = text.splitlines()
     last = len(lines) - 1
+    # A line cut by a crash mid-write has no newline after it; a complete line that is
+    # not JSON is damage, wherever it is.
+    cut = not text.endswith("\n")
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -167,10 +231,16 @@ def iter_log(path: str | Path, kinds: Iterable[str] | None = None) -> Iterator[E
                 continue
         try:
             data = json.loads(line)
-        except json.JSONDecodeError:
-            if i == last:
+        except json.JSONDecodeError as exc:
+            if i == last and cut:
                 return  # a crash mid-write
-            raise
+            raise RecordError(
+                file, f"not a JSON event ({exc.msg}: {line[:60]!r})", _RESTORE, i + 1
+            ) from exc
+        if not isinstance(data, dict):
+            raise RecordError(
+                file, f"a JSON {type(data).__name__}, not an event object", _RESTORE, i + 1
+            )
         v = data.get("v", 1)
         if isinstance(v, int) and v > SCHEMA_VERSION:
             raise LogVersionError(
@@ -180,7 +250,38 @@ def iter_log(path: str | Path, kinds: Iterable[str] | None = None) -> Iterator[E
         kind = data.get("kind")
         if kind not in KNOWN_KINDS or (only is not None and kind not in only):
             continue
-        yield EVENT_ADAPTER.validate_python(data)
+        try:
+            yield EVENT_ADAPTER.validate_python(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(x) for x in err["loc"][1:]) or "(event)"
+            raise RecordError(
+                file, f"a `{kind}` event whose {field} is wrong ({err['msg']})", _RESTORE, i + 1
+            ) from exc
+
+
+def _log_text(file: Path) -> str:
+    """The log's text; a file that is not UTF-8 text is refused with where it breaks."""
+    raw = file.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise RecordError(
+            file,
+            f"not a text file (byte {raw[exc.start]:#04x} at offset {exc.start})",
+            _RESTORE,
+            line,
+        ) from exc
+    nul = text.find("\0")
+    if nul >= 0:
+        raise RecordError(
+            file,
+            f"not a text file (a NUL byte at offset {nul})",
+            _RESTORE,
+            text.count("\n", 0, nul) + 1,
+        )
+    return text
 
 
 def read_log(path: str | Path, kinds: Iterable[str] | None = None) -> list[Event]:
@@ -568,6 +669,39 @@ def read_summary(folder: str | Path) -> RunSummary | None:
         return None
 
 
+def _check_summary(
+    path: Path, folder: Path, end: GameEnd | None, summary: RunSummary | None
+) -> None:
+    """Refuse a `summary.json` that tells another game than the log does."""
+    spath = folder / SUMMARY_FILE
+    if summary is None:
+        if spath.is_file():
+            raise RecordError(
+                spath,
+                "not a readable summary (not JSON, or not the summary's fields)",
+                "delete it and rebuild it by re-running the game; the log is the record",
+            )
+        return
+    if end is None:
+        raise RecordError(
+            path,
+            f"no game_end, but {SUMMARY_FILE} says the game ended ({summary.status}, "
+            f"winner {summary.winner}): the log was cut after it was written",
+            _RESTORE,
+        )
+    for name, logged, summed in (
+        ("status", end.status, summary.status),
+        ("winner", end.winner, summary.winner),
+        ("ending", end.ending, summary.ending),
+    ):
+        if logged != summed:
+            raise RecordError(
+                spath,
+                f"{name} is {summed!r} but the log's game_end says {logged!r}",
+                "the two files are of different games or one was edited; " + _RESTORE,
+            )
+
+
 # ---------------------------------------------------------------------- the record
 @dataclass
 class RunRecord:
@@ -585,17 +719,26 @@ class RunRecord:
     _gone: dict[str, tuple[int, int, str]] | None = field(default=None, repr=False)
 
     @classmethod
-    def read(cls, run: str | Path, *, kinds: Iterable[str] | None = None) -> RunRecord:
-        """Read a run folder (or its `events.jsonl`).
+    def read(
+        cls, run: str | Path, *, kinds: Iterable[str] | None = None, partial: bool = False
+    ) -> RunRecord:
+        """Read a run folder (or its `events.jsonl`), refusing a record that lies.
 
         Args:
             run: The run folder.
             kinds: Read only events of these kinds (`game_start` and `game_end` are
                 always read).
+            partial: Accept a log without `game_end` (a killed or running game, with
+                no summary); `RunRecord.partial` then says so. Off by default: tools
+                that measure games read only finished ones.
 
         Raises:
             FileNotFoundError: No event log there.
-            NotAGameLog: The log has no `game_start` event.
+            NotAGameLog: The log is empty or has no `game_start` event.
+            PartialRecord: No `game_end` and `partial` is off.
+            RecordError: A line that is not a JSON event, a file that is not text, or a
+                `summary.json` that disagrees with the log (the message names the file,
+                the line and the fix).
             LogVersionError: The log is of a newer schema version.
         """
         path = log_path(run)
@@ -606,9 +749,27 @@ class RunRecord:
         events = read_log(path, only)
         start = next((e for e in events if isinstance(e, GameStart)), None)
         if start is None:
-            raise NotAGameLog(f"{path}: no game_start event; not a game log")
+            if path.stat().st_size == 0:
+                raise NotAGameLog(
+                    path,
+                    "the log is empty (the game wrote nothing: it never started)",
+                    "re-run the game, or remove the folder",
+                    1,
+                )
+            raise NotAGameLog(
+                path, "no game_start event; not a game log", "point the tool at a run folder"
+            )
         summary = read_summary(folder)
         end = next((e for e in reversed(events) if isinstance(e, GameEnd)), None)
+        _check_summary(path, folder, end, summary)
+        if end is None and not partial:
+            raise PartialRecord(
+                path,
+                f"no game_end after {len(path.read_bytes().splitlines())} line(s): the game "
+                "did not finish (its process was killed) or is still running",
+                "finished-game tools read only finished games; re-run it, or watch a running "
+                "game with `mineamongus view`",
+            )
         return cls(
             folder=folder,
             events=events,
@@ -623,6 +784,11 @@ class RunRecord:
     def start(self) -> GameStart:
         """The `game_start` event."""
         return self.setup.event
+
+    @property
+    def partial(self) -> bool:
+        """The game did not finish (no `game_end`): only when read with `partial=True`."""
+        return self.end is None
 
     @property
     def game_id(self) -> str:
@@ -686,6 +852,8 @@ __all__ = [
     "GameSetup",
     "LogFollower",
     "NotAGameLog",
+    "PartialRecord",
+    "RecordError",
     "RunRecord",
     "RunSummary",
     "SeatAgent",
@@ -696,6 +864,7 @@ __all__ = [
     "content_sha256",
     "events_of",
     "find_runs",
+    "finished_runs",
     "has_log",
     "iter_log",
     "log_path",

@@ -22,7 +22,7 @@ from controller.events import (
     MeetingStart,
     Positions,
 )
-from controller.record import has_log, read_log
+from controller.record import RecordError, RunRecord, has_log
 from controller.worlds.sketch import COLORS, room_color
 from world.geometry import ShipGeometry
 from world.spec import load_map
@@ -237,9 +237,16 @@ def map_frames(events: list[Event], geometry: ShipGeometry) -> list[np.ndarray]:
     return frames
 
 
-def map_video(run: Path, out: Path, fps: int = FPS) -> Path:
-    """The top-down video of a whole game from its log."""
-    events = read_log(run)
+def map_video(run: Path, out: Path, fps: int = FPS, record: RunRecord | None = None) -> Path:
+    """The top-down video of a whole game from its log (`record`, when already read).
+
+    Raises:
+        ReplayError: The record is broken (named with its file and line), or has nothing
+            to draw.
+    """
+    if record is None:
+        record = _read(run)
+    events = record.events
     start = next((e for e in events if isinstance(e, GameStart)), None)
     if start is None:
         raise ReplayError(f"{run}/events.jsonl has no game_start event")
@@ -296,15 +303,32 @@ def montage(run: Path, step: int | None = None, columns: int = 4) -> Image.Image
     return sheet
 
 
+def _read(run: Path) -> RunRecord:
+    """The run's record; a game that did not finish is drawn too (and said to be
+    partial), a broken record is refused."""
+    try:
+        return RunRecord.read(run, partial=True)
+    except RecordError as exc:
+        raise ReplayError(str(exc)) from exc
+
+
 def replay(run: Path, progress: Callable[[str], None] | None = None) -> dict[str, Path]:
-    """Write `run/replay/<agent>.mp4`, `run/replay/map.mp4` and `run/replay/montage.png`."""
+    """Write `run/replay/<agent>.mp4`, `run/replay/map.mp4` and `run/replay/montage.png`.
+
+    Raises:
+        ReplayError: No log, a broken record (its file, line and fix), or nothing to
+            draw; nothing is written then.
+    """
     say = progress or (lambda _line: None)
     if not has_log(run):
         raise ReplayError(f"{run} has no events.jsonl")
+    record = _read(run)  # a broken record is refused before anything is written
+    if record.partial:
+        say(f"partial game: {run}/events.jsonl has no game_end (killed or still running)")
     out = run / "replay"
     made: dict[str, Path] = {}
     say("drawing the top-down map video")
-    made["map"] = map_video(run, out)
+    made["map"] = map_video(run, out, record=record)
     if frame_steps(run):
         say("encoding one video per agent from its frames")
         made.update(agent_videos(run, out))

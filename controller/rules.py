@@ -11,7 +11,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-
 MAX_STEPS_BOUND = 10_000
 """The largest step budget a game may have: 50 times the paper's 200 steps, about a day
 of wall time on the embedded world; a larger one is a typo, not a design."""

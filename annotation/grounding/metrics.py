@@ -36,8 +36,8 @@ from annotation.grounding.claims import CLAIM_TYPES, ExtractionResult
 from annotation.grounding.rules import DEFAULT_RULES, RULE_BOOKS, rule_book
 from annotation.grounding.trajectory import NOT_ROOMS, Trajectory
 from annotation.stats import DEGENERATE_MAX, percentile_interval
+from controller.record import RunRecord, finished_runs, has_log, log_path, read_log
 from controller.record import find_runs as find_runs
-from controller.record import has_log, log_path, read_log
 from controller.stats import Interval
 
 ENDINGS = ("impostors_outnumber", "impostors_ejected", "tasks_done", "timeout")
@@ -711,7 +711,9 @@ def run_audit(
                 f"{out} holds an audit judged by the {held!r} rule book; an audit under "
                 f"{rules!r} goes to another folder (--out), never mixed with it"
             )
-    runs = find_runs(paths)
+    runs = finished_runs(paths, note=progress)
+    for run in runs:  # a broken record is refused before any work or file
+        RunRecord.read(run, kinds=("game_start",))
     supplied: list[tuple[str | None, Claim]] = read_claim_rows(claims_file) if claims_file else []
     if claims_file and len(runs) > 1 and any(g is None for g, _ in supplied):
         raise ValueError(

@@ -60,7 +60,7 @@ from controller.events import (
     Visibility,
     Vote,
 )
-from controller.record import LOG_FILE, SeatAgent, log_path, read_log
+from controller.record import LOG_FILE, RunRecord, SeatAgent, log_path
 from world.geometry import GHOST_AREA, HALLWAY, ShipGeometry
 from world.spec import MapSpec, MapSpecError, load_map, parse_map
 
@@ -867,4 +867,4 @@ def load_trajectory(run: str | Path) -> Trajectory:
     path = log_path(run)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no event log (expected a run folder with {LOG_FILE})")
-    return build_trajectory(read_log(path))
+    return build_trajectory(RunRecord.read(path).events)

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 
 from controller.checks import log_violations
-from controller.record import log_path
+from controller.record import LOG_FILE, SUMMARY_FILE, log_path
 from controller.tournament.collect import CollectError, Tables, collect, remove_tables
 from controller.tournament.executors import Executor, Message
 from controller.tournament.manifest import (
@@ -114,7 +114,7 @@ def games_folder(out: Path, arm: str, seed: int, attempt: int) -> Path:
     return out / "games" / arm / f"seed{seed}-try{attempt}"
 
 
-_RECORD_FILES = ("events.jsonl", "summary.json")
+_RECORD_FILES = (LOG_FILE, SUMMARY_FILE)
 
 
 def study_out_refusal(out: Path) -> str | None:
