@@ -4,8 +4,11 @@ Configured like any kind, for a side (`crew: {agent: human}`) or, more usually, 
 seat beside the models (`seats: {red: {agent: human, args: {port: 8800}}}`, see
 `GameConfig.seats`). Each human seat serves its own page (Starlette + uvicorn, the
 viewer's stack) on 127.0.0.1, a free port unless `port` is given, and prints its
-address (also written to `<run>/human/<seat>.url`); the address carries a token the
-page's API requires.
+address (also written to `<run>/human/<seat>.url`, readable by its owner only, mode
+0600 in a 0700 folder, and never served by the viewer); the address carries a token
+the page's API requires. The page answers only requests whose `Host` is its own
+(`127.0.0.1`, `localhost` or `[::1]` on its port: a rebinding name gets 421), and an
+answer only as JSON from its own origin (`Origin` and `Sec-Fetch-Site`, when sent).
 
 The page shows what the seat's state view allows and nothing more: the first-person
 frame (when frames are on), the state-view text (`controller.views.Knowledge`, `ego`
@@ -31,6 +34,7 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import secrets
 import socket
 import sys
@@ -61,6 +65,8 @@ log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
 """The only address a seat listens on: the page shows the seat's private view."""
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+"""The host names a browser on this machine may use for the seat's page."""
 DEFAULT_TIMEOUT_S = 300.0
 """Seconds a decision waits for the person by default (`timeout_s`)."""
 LINGER_S = 10.0
@@ -273,17 +279,67 @@ class Desk:
 
 
 # ---------------------------------------------------------------------- the page
-def _app(desk: Desk, token: str) -> Starlette:
+def seat_refusal(method: str, headers: Mapping[str, str], port: int) -> tuple[int, str] | None:
+    """Why the seat's page refuses a request (status, message), before its token is
+    looked at; None when it may go on.
+
+    Only its own `Host` (a loopback name on `port`) is answered; a write must be JSON
+    from the page's own origin (a cross-site page may post to loopback, and may reach
+    it under a rebinding name).
+    """
+    host = headers.get("host", "").strip().lower()
+    if host not in {f"{name}:{port}" for name in LOOPBACK_NAMES}:
+        return 421, "this page answers only its own address (127.0.0.1 and its port)"
+    if method in ("GET", "HEAD", "OPTIONS"):
+        return None
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        return 415, "send application/json"
+    origin = headers.get("origin")
+    if origin is not None and origin.strip().lower() != f"http://{host}":
+        return 403, f"an answer from another origin ({origin}) is refused"
+    site = headers.get("sec-fetch-site")
+    if site is not None and site.strip().lower() not in ("same-origin", "none"):
+        return 403, f"an answer from another site ({site}) is refused"
+    return None
+
+
+def seat_app(desk: Desk, token: str, port: int) -> Starlette:
+    """The seat's page and its API (see `mineamongus.human_page`).
+
+    Args:
+        desk: What the page shows and where its answers go.
+        token: The seat's token, which every API call must carry.
+        port: The port it is served on (the only one its `Host` check accepts).
+    """
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from mineamongus.human_page import PAGE
 
+    class Guard:
+        """Refuses what `seat_refusal` refuses, for every route."""
+
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                request = Request(scope)
+                why = seat_refusal(request.method, request.headers, port)
+                if why is not None:
+                    reply = JSONResponse({"ok": False, "message": why[1]}, status_code=why[0])
+                    await reply(scope, receive, send)
+                    return
+            await self.app(scope, receive, send)
+
     def allowed(request: Request) -> bool:
         given = request.headers.get("x-seat-token") or request.query_params.get("token", "")
-        return secrets.compare_digest(given, token)
+        return bool(given) and secrets.compare_digest(given.encode(), token.encode())
 
     denied = {"ok": False, "message": "open the address the seat printed (it holds a token)"}
 
@@ -326,7 +382,8 @@ def _app(desk: Desk, token: str) -> Starlette:
             Route("/api/state", state),
             Route("/api/frame/{qid:int}", frame),
             Route("/api/act", act, methods=["POST"]),
-        ]
+        ],
+        middleware=[Middleware(Guard)],
     )
 
 
@@ -368,7 +425,7 @@ class SeatServer:
         self.port = int(sock.getsockname()[1])
         self.url = f"http://{LOOPBACK}:{self.port}/?token={self.token}"
         config = uvicorn.Config(
-            _app(desk, self.token),
+            seat_app(desk, self.token, self.port),
             host=LOOPBACK,
             port=self.port,
             log_level="warning",
@@ -398,6 +455,23 @@ class SeatServer:
             self.thread.join(timeout=5)
 
 
+# ---------------------------------------------------------------------- the address
+def seat_url_path(run_dir: Path, seat: str) -> Path:
+    """Where a seat's address (with its token) is written: `RUN/human/<seat>.url`."""
+    return Path(run_dir) / "human" / f"{seat}.url"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` readable by this user only (file 0600, its folder 0700), whatever
+    the umask; a file left by an earlier game is narrowed first."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(text)
+
+
 # ---------------------------------------------------------------------- the agent
 def _options(labels: list[str], allowed: Any) -> list[dict[str, Any]]:
     return [
@@ -414,8 +488,9 @@ class HumanAgent:
         geometry: The map.
         rules: The game's rules (for the view's range and the codec).
         args: The kind's arguments.
-        run_dir: The run folder (the page's address goes to `human/<seat>.url`; the
-            seat watches for the game's `summary.json` there to show the result).
+        run_dir: The run folder (the page's address goes to `human/<seat>.url`, mode
+            0600; the seat watches for the game's `summary.json` there to show the
+            result).
         port: The port to serve on (None: a free one).
         where: The configuration field naming the seat, for error messages.
     """
@@ -452,9 +527,7 @@ class HumanAgent:
         )
         log.info("human seat %s serves %s", agent_id, self.url)
         if run_dir is not None:
-            folder = Path(run_dir) / "human"
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{agent_id}.url").write_text(self.url + "\n")
+            write_private(seat_url_path(Path(run_dir), agent_id), self.url + "\n")
             threading.Thread(
                 target=self._watch, name=f"human-seat-{agent_id}-end", daemon=True
             ).start()
@@ -607,6 +680,10 @@ __all__ = [
     "HumanSeatError",
     "SeatServer",
     "register_kinds",
+    "seat_app",
+    "seat_refusal",
+    "seat_url_path",
+    "write_private",
 ]
 
 

@@ -3,8 +3,10 @@
 It polls `GET /api/state` (what the seat's state view allows: the frame, the view
 text, the modules with the action mask, each argument's options, the chat, the last
 answer's outcome) and answers with `POST /api/act {"question": ID, "action": {...}}`,
-the action in the environment's form (`mineamongus.spaces`). Every text the game
-supplies is set as text, never as markup (players type the chat). Kept as a Python
+the action in the environment's form (`mineamongus.spaces`), sent as JSON from the
+page's own origin with the token in the `X-Seat-Token` header, as the seat's server
+requires. Every text the game supplies is set as text, never as markup (players type
+the chat). Kept as a Python
 string so that the wheel carries it without a package-data entry.
 
 Element ids a test (or a person's own tooling) can rely on: `#modules
@@ -97,8 +99,11 @@ let ballot = null;    // the chosen ballot value
 let chatCount = -1;
 const sent = new Set();  // questions answered from this page
 
+// Same-origin only, the token in a header, answers as JSON: the seat's server refuses
+// anything else (mineamongus.human.seat_refusal).
 async function api(path, body) {
-  const init = { headers: { "X-Seat-Token": token } };
+  const init = { headers: { "X-Seat-Token": token }, mode: "same-origin",
+                 credentials: "same-origin", cache: "no-store" };
   if (body !== undefined) {
     init.method = "POST";
     init.headers["Content-Type"] = "application/json";

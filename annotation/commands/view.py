@@ -1,5 +1,6 @@
-"""`mineamongus view RUN|STUDY [--port P] [--host H] [--labels DIR]`: the game viewer
-(a study folder gets a page listing its games, each opening in the game viewer)."""
+"""`mineamongus view RUN|STUDY [--port P] [--host H [--allow-remote]] [--labels DIR]`: the
+game viewer (a study folder gets a page listing its games, each opening in the game
+viewer). Who can reach it and what they see: `annotation.viewer.access`."""
 
 from __future__ import annotations
 
@@ -32,7 +33,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to listen on (default loopback only; the page shows private records)",
+        help="address to listen on (default loopback only; the page shows private records; "
+        "any other address needs --allow-remote)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="permit a --host that is not loopback: anyone who can reach it reads every "
+        "role and private record and can save labels",
     )
     p.add_argument(
         "--labels",
@@ -45,9 +53,16 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve the viewer until Ctrl-C."""
+    from annotation.viewer.access import RemoteBindError, check_bind, is_loopback, remote_warning
     from annotation.viewer.server import DEFAULT_PORT, BackgroundViewer, ViewerError, serve
     from annotation.viewer.study import is_study
     from controller.record import has_log
+
+    try:
+        check_bind(args.host, args.allow_remote)
+    except RemoteBindError as exc:
+        print(f"mineamongus: {exc}", file=sys.stderr)
+        return 2
 
     if not has_log(args.run) and not is_study(args.run):
         print(
@@ -63,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
                 f"port {DEFAULT_PORT} is in use (another viewer?); serving on {viewer.port}",
                 file=sys.stderr,
             )
+        if not is_loopback(args.host):
+            print(remote_warning(args.host, viewer.port), file=sys.stderr)
         print(f"viewer: {viewer.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        print(analyst_line(viewer.analyst_url), file=sys.stderr, flush=True)
 
     try:
         # An explicit --port is refused when taken; the default falls back to a free
@@ -75,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             args.labels,
             fallback=args.port is None,
             on_start=started,
+            allow_remote=args.allow_remote,
         )
     except ViewerError as exc:
         print(f"mineamongus: {exc}", file=sys.stderr)
@@ -88,13 +107,25 @@ COMMAND = Command(NAME, add_parser, run)
 """The entry point of `view` (group `mineamongus.commands`)."""
 
 
+def analyst_line(analyst_url: str) -> str:
+    """The line that hands the experimenter the analyst address (never a player)."""
+    return (
+        f"viewer analyst address (roles and private records even while a person plays a "
+        f"seat; keep it from the players): {analyst_url}"
+    )
+
+
 def start_live(folder: Path, port: int | None = None) -> LiveViewer:
     """Serve `folder` (a run or a study being written) from a thread of this process: the
     live viewer of `play --view` and `tournament --view` (group `mineamongus.viewers`).
+    Prints the analyst address to stderr (the caller prints the page's address).
 
     Raises:
         ViewerError: It could not start (a RuntimeError; the message says why).
     """
     from annotation.viewer.server import start_background
 
-    return start_background(folder, port=port)
+    viewer = start_background(folder, port=port)
+    # For the person running the game, not a log line (as the human seat's address).
+    print(analyst_line(viewer.analyst_url), file=sys.stderr, flush=True)
+    return viewer

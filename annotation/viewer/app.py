@@ -8,10 +8,16 @@ Routes:
     `GET /api/codebook`         the deception atoms a label may name
     `GET /api/labels`           hand labels saved so far (every annotator)
     `POST /api/labels`          save one label {annotator, atom, step, actor, evidence}
-    `GET /run/...`              files of the run folder (frames)
+    `GET /run/frames/...`       the frame images of the run folder (nothing else of it)
 
 Without `analyst=1` the API leaves out what no player knew: roles, impostors'
 private narration and the game's result before it is shown.
+
+Who may ask (`annotation.viewer.access`): only requests whose `Host` names this server;
+writes only as same-origin JSON. While a person plays a seat of the game and it is not
+over, every step, frame, finding and label is withheld, and `analyst=1` unlocks
+nothing: only the analyst token (`?analyst=TOKEN` or `X-Analyst-Token`) does. A seat's
+address (`human/<seat>.url`) is never served.
 """
 
 from __future__ import annotations
@@ -21,30 +27,36 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from annotation.viewer.access import ANALYST_HEADER, Access, AnalystGrant, LocalGuard
 from annotation.viewer.codebook import atom_letters, codebook
-from annotation.viewer.record import RunRecord
+from annotation.viewer.record import SEALED_MESSAGE, RunRecord, SealedError
 
 STATIC = Path(__file__).parent / "static"
 ANNOTATOR = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 LIVE_POLL_S = 0.5
 """How often the live stream looks at the log for new steps."""
+FRAME_SUFFIXES = frozenset({".jpg", ".jpeg", ".png"})
+"""The files `/run/frames/...` serves."""
+PRIVATE_FOLDERS = frozenset({"human"})
+"""Run subfolders never served, whatever else changes (a seat's address and token)."""
 
 
 class LabelError(ValueError):
     """A label the viewer refuses; the message names the field."""
 
 
-def _flag(request: Request, name: str) -> bool:
-    return request.query_params.get(name, "0") in ("1", "true", "yes")
+def _refused(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
 
 
 def label_path(labels_dir: Path, annotator: str) -> Path:
@@ -108,8 +120,28 @@ def read_labels(labels_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def frame_file(run: Path, rel: str) -> Path | None:
+    """The file `/run/REL` may serve: a frame image under `RUN/frames/` (symbolic links
+    leading out of it included); None for anything else."""
+    parts = PurePosixPath(rel).parts
+    if len(parts) < 2 or parts[0] != "frames":
+        return None
+    if any(p in ("", ".", "..") or p.startswith(".") or "\\" in p for p in parts):
+        return None
+    if PurePosixPath(rel).suffix.lower() not in FRAME_SUFFIXES:
+        return None
+    root = (run / "frames").resolve()
+    path = (run / rel).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path
+
+
 def create_app(
-    run: Path, labels_dir: Path | None = None, study_url: str | None = None
+    run: Path,
+    labels_dir: Path | None = None,
+    study_url: str | None = None,
+    access: Access | None = None,
 ) -> Starlette:
     """The viewer for one run folder (finished or still being written).
 
@@ -119,23 +151,49 @@ def create_app(
             (default `RUN/labels/`).
         study_url: The page of the study this game belongs to, when served as part of
             one (`annotation.viewer.study`); the page then links back to it.
+        access: The Host names it answers and the analyst token (default: loopback
+            names on any port, and a fresh token nobody knows, which keeps a live
+            human-seat game sealed).
     """
     run = Path(run).resolve()
     record = RunRecord(run)
     labels = Path(labels_dir) if labels_dir is not None else run / "labels"
+    access = access if access is not None else Access()
+
+    def grant(request: Request) -> AnalystGrant:
+        return AnalystGrant.of(
+            request.query_params.get("analyst", ""),
+            request.headers.get(ANALYST_HEADER, ""),
+            access.analyst_token,
+        )
 
     async def index(_request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
 
     async def game(request: Request) -> Response:
-        return JSONResponse({**record.meta(_flag(request, "analyst")), "study_url": study_url})
+        g = grant(request)
+        return JSONResponse({**record.meta(g.analyst, g.unlocked), "study_url": study_url})
 
     async def step(request: Request) -> Response:
+        g = grant(request)
         try:
             n = int(request.path_params["n"])
-            return JSONResponse(record.step(n, _flag(request, "analyst")))
+            return JSONResponse(record.step(n, g.analyst, g.unlocked))
+        except SealedError as exc:
+            return _refused(403, str(exc))
         except (KeyError, ValueError):
             return JSONResponse({"error": "no such step"}, status_code=404)
+
+    async def run_file(request: Request) -> Response:
+        rel = str(request.path_params["path"])
+        if {p.lower() for p in PurePosixPath(rel).parts} & PRIVATE_FOLDERS:
+            return _refused(403, f"{rel} is private (a seat's address is never served)")
+        if record.private(grant(request).unlocked):
+            return _refused(403, SEALED_MESSAGE)
+        path = frame_file(run, rel)
+        if path is None:
+            return _refused(404, f"{rel} is not a frame of this run")
+        return FileResponse(path)
 
     async def live(request: Request) -> Response:
         async def stream() -> AsyncIterator[str]:
@@ -164,13 +222,17 @@ def create_app(
     async def get_codebook(_request: Request) -> Response:
         return JSONResponse(codebook())
 
-    async def get_labels(_request: Request) -> Response:
+    async def get_labels(request: Request) -> Response:
+        if record.private(grant(request).unlocked):
+            return _refused(403, SEALED_MESSAGE)
         return JSONResponse(read_labels(labels))
 
     async def post_label(request: Request) -> Response:
+        if record.private(grant(request).unlocked):
+            return _refused(403, SEALED_MESSAGE)
         try:
             data = await request.json()
-        except json.JSONDecodeError:
+        except ValueError:
             return JSONResponse({"error": "body: not JSON"}, status_code=400)
         try:
             label = validate_label(record, data)
@@ -190,12 +252,20 @@ def create_app(
         Route("/api/labels", get_labels, methods=["GET"]),
         Route("/api/labels", post_label, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
-        Mount("/run", StaticFiles(directory=run, check_dir=False), name="run"),
+        Route("/run/{path:path}", run_file, methods=["GET"]),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(LocalGuard, policy=access.hosts)])
     app.state.record = record
     app.state.labels = labels
+    app.state.access = access
     return app
 
 
-__all__ = ["LabelError", "create_app", "label_path", "read_labels", "validate_label"]
+__all__ = [
+    "LabelError",
+    "create_app",
+    "frame_file",
+    "label_path",
+    "read_labels",
+    "validate_label",
+]

@@ -5,6 +5,12 @@ and (when present) `annotations.jsonl` and `claims.jsonl`. The index is rebuilt
 whenever the log has grown, so the same code serves a finished game and one that is
 still being played. Lines are read as plain JSON (a newer minor revision's fields are
 carried through untouched); a truncated last line is left for the next refresh.
+
+A game a person plays (a seat of kind `human`) is *sealed* while it runs: without the
+analyst token (`unlocked`) the record answers no role, no step, no frame and no
+finding, whatever the analyst switch says, since the person could read them too. Once
+the game has ended (`game_end` logged, or `summary.json` written) it is served like
+any other.
 """
 
 from __future__ import annotations
@@ -50,6 +56,17 @@ TRANSCRIPT_KINDS = frozenset(
 )
 RULE_KINDS = frozenset(
     {"kill", "report", "emergency", "task_done", "task_start", "task_interrupted"}
+)
+
+
+class SealedError(PermissionError):
+    """A live game a person plays was asked for without the analyst token."""
+
+
+SEALED_MESSAGE = (
+    "a person plays a seat of this game: its roles, steps, frames and findings stay "
+    "hidden until it ends (open the analyst address the viewer printed at start to "
+    "see them now)"
 )
 
 
@@ -188,15 +205,78 @@ class RunRecord:
         if self.map_error is not None:
             log.warning("%s: %s", self.run, self.map_error)
 
+    # ------------------------------------------------------------------ sealing
+    def human_seats(self) -> list[str]:
+        """The seats a person plays (`game_start.agent_specs` kind `human`, or a
+        `config.seats` entry of agent `human`)."""
+        seats: list[str] = []
+        specs = self.game.get("agent_specs")
+        if isinstance(specs, dict):
+            seats += [
+                a for a, s in specs.items() if isinstance(s, dict) and s.get("kind") == "human"
+            ]
+        config = self.game.get("config")
+        chosen = config.get("seats") if isinstance(config, dict) else None
+        if isinstance(chosen, dict):
+            seats += [
+                a for a, s in chosen.items() if isinstance(s, dict) and s.get("agent") == "human"
+            ]
+        return sorted(set(seats))
+
+    @property
+    def over(self) -> bool:
+        """Whether the game has ended (`game_end` logged or `summary.json` written)."""
+        return self.end is not None or (self.run / "summary.json").is_file()
+
+    def _sealed(self, unlocked: bool) -> bool:
+        return not unlocked and bool(self.human_seats()) and not self.over
+
+    def private(self, unlocked: bool = False) -> bool:
+        """Whether the run's files (frames, labels) are withheld from this asker: the
+        game is sealed, or its start is not logged yet (so it may turn out sealed)."""
+        self.refresh()
+        with self._lock:
+            return not self.game or self._sealed(unlocked)
+
     # ------------------------------------------------------------------ answers
     @property
     def last_step(self) -> int:
         """The highest step the log has reached."""
         return max(self.steps) if self.steps else 0
 
-    def meta(self, analyst: bool) -> dict[str, Any]:
-        """The game as a whole: seats, map, steps, and per-step positions for the map."""
+    def meta(self, analyst: bool, unlocked: bool = False) -> dict[str, Any]:
+        """The game as a whole: seats, map, steps, and per-step positions for the map.
+
+        Args:
+            analyst: Include the roles and the game's result.
+            unlocked: The asker holds the analyst token; without it a live game a
+                person plays answers only its seats, its map and how far it has got.
+        """
         self.refresh()
+        with self._lock:
+            if self._sealed(unlocked):
+                return self._sealed_meta()
+            return self._meta(analyst)
+
+    def _sealed_meta(self) -> dict[str, Any]:
+        # No game id or seed either: the id carries the seed, and the seed derives the roles.
+        return {
+            "game_id": "",
+            "seed": None,
+            "agents": list(self.game.get("agents", [])),
+            "roles": {},
+            "map": self._map_json(),
+            "steps": [],
+            "last_step": self.last_step,
+            "over": False,
+            "end": None,
+            "annotations": [],
+            "claims": [],
+            "sealed": True,
+            "sealed_message": SEALED_MESSAGE,
+        }
+
+    def _meta(self, analyst: bool) -> dict[str, Any]:
         agents = list(self.game.get("agents", []))
         roles = self.game.get("roles", {}) if analyst else {}
         steps = []
@@ -225,11 +305,23 @@ class RunRecord:
             "end": self.end if self.end is None or analyst else _public_end(self.end),
             "annotations": self._annotations(),
             "claims": self._claims(),
+            "sealed": False,
         }
 
-    def step(self, n: int, analyst: bool) -> dict[str, Any]:
-        """Everything about one step: frames, decisions, outcomes and the transcript."""
+    def step(self, n: int, analyst: bool, unlocked: bool = False) -> dict[str, Any]:
+        """Everything about one step: frames, decisions, outcomes and the transcript.
+
+        Raises:
+            KeyError: No such step.
+            SealedError: A person plays this game, it is live, and `unlocked` is False.
+        """
         self.refresh()
+        with self._lock:
+            if self._sealed(unlocked):
+                raise SealedError(SEALED_MESSAGE)
+            return self._step_json(n, analyst)
+
+    def _step_json(self, n: int, analyst: bool) -> dict[str, Any]:
         info = self.steps.get(n)
         if info is None:
             raise KeyError(n)
@@ -314,4 +406,4 @@ def _public_end(end: dict[str, Any]) -> dict[str, Any]:
     return {k: end[k] for k in ("winner", "ending", "status", "step") if k in end}
 
 
-__all__ = ["RunRecord", "StepInfo"]
+__all__ = ["SEALED_MESSAGE", "RunRecord", "SealedError", "StepInfo"]

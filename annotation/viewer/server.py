@@ -13,6 +13,13 @@ from pathlib import Path
 
 import uvicorn
 
+from annotation.viewer.access import (
+    Access,
+    HostPolicy,
+    RemoteBindError,
+    check_bind,
+    new_token,
+)
 from annotation.viewer.app import create_app
 from annotation.viewer.study import create_study_app, is_study
 
@@ -79,22 +86,43 @@ def listen(
     return sock
 
 
-def _config(run: Path, host: str, port: int, labels: Path | None) -> uvicorn.Config:
+def _config(run: Path, host: str, port: int, labels: Path | None, token: str) -> uvicorn.Config:
     if not Path(run).is_dir():
         raise ViewerError(f"{run} is not a folder; give the --out folder of a game or a study")
+    access = Access(HostPolicy.for_bind(host, port), token)
     # A study folder (a tournament's --out) gets the page listing its games.
-    app = create_study_app(Path(run), labels) if is_study(run) else create_app(Path(run), labels)
+    app = (
+        create_study_app(Path(run), labels, access)
+        if is_study(run)
+        else create_app(Path(run), labels, access=access)
+    )
     return uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
 
 
 @dataclass
 class BackgroundViewer:
-    """A viewer served from a thread of this process (for a game being played)."""
+    """A viewer served from a thread of this process (for a game being played).
+
+    Attributes:
+        url: The page's address.
+        port: The port it listens on.
+        server: The uvicorn server.
+        thread: The thread serving it.
+        analyst_token: Opens a live game a person plays (`analyst_url`); for the
+            experimenter's eyes only.
+    """
 
     url: str
     port: int
     server: uvicorn.Server
     thread: threading.Thread
+    analyst_token: str = ""
+
+    @property
+    def analyst_url(self) -> str:
+        """The page's address with the analyst token: roles and private records even
+        while a person plays a seat."""
+        return f"{self.url}?analyst={self.analyst_token}"
 
     def stop(self) -> None:
         """Stop serving and wait for the thread."""
@@ -113,6 +141,8 @@ def start_background(
     port: int | None = None,
     labels: Path | None = None,
     fallback: bool = False,
+    allow_remote: bool = False,
+    analyst_token: str | None = None,
 ) -> BackgroundViewer:
     """Serve the viewer from a daemon thread; return once it accepts connections.
 
@@ -126,15 +156,25 @@ def start_background(
         port: Port to listen on; None for a free one.
         labels: Where hand labels go (default `RUN/labels/`).
         fallback: When `port` is taken, serve on a free port instead of refusing.
+        allow_remote: Permit a `host` that is not loopback (anyone who reaches it can
+            read every private record).
+        analyst_token: The token that opens a live human-seat game (default: a fresh
+            one, in the returned viewer's `analyst_token`).
 
     Raises:
-        ViewerError: `port` is taken (without `fallback`), or the server did not start.
+        ViewerError: `host` is not loopback (without `allow_remote`), `port` is taken
+            (without `fallback`), or the server did not start.
     """
+    try:
+        check_bind(host, allow_remote)
+    except RemoteBindError as exc:
+        raise ViewerError(str(exc)) from exc
+    token = analyst_token or new_token()
     Path(run).mkdir(parents=True, exist_ok=True)
     sock = listen(host, port, fallback)
     bound = int(sock.getsockname()[1])
     try:
-        server = uvicorn.Server(_config(run, host, bound, labels))
+        server = uvicorn.Server(_config(run, host, bound, labels, token))
     except BaseException:
         sock.close()
         raise
@@ -156,7 +196,11 @@ def start_background(
         time.sleep(0.02)
     shown = f"[{host}]" if ":" in host else host
     return BackgroundViewer(
-        url=f"http://{shown}:{bound}/", port=bound, server=server, thread=thread
+        url=f"http://{shown}:{bound}/",
+        port=bound,
+        server=server,
+        thread=thread,
+        analyst_token=token,
     )
 
 
@@ -167,12 +211,14 @@ def serve(
     labels: Path | None = None,
     fallback: bool = False,
     on_start: Callable[[BackgroundViewer], None] | None = None,
+    allow_remote: bool = False,
 ) -> None:
     """Serve the viewer of a game or of a study folder until interrupted (Ctrl-C).
 
-    `on_start` is called with the running viewer (its address) before serving.
+    `on_start` is called with the running viewer (its address) before serving;
+    `allow_remote` permits a non-loopback `host` (see `start_background`).
     """
-    viewer = start_background(run, host, port, labels, fallback)
+    viewer = start_background(run, host, port, labels, fallback, allow_remote=allow_remote)
     try:
         if on_start is not None:
             on_start(viewer)

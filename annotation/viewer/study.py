@@ -10,7 +10,9 @@ Routes:
 
 Like the game viewer it only reads: the study's `manifest.json` (which the runner
 replaces atomically) and the tail of each game's `events.jsonl`. Only attempt folders
-the manifest names are served.
+the manifest names are served. The same rules as the game viewer's apply
+(`annotation.viewer.access`): its own Host names only, same-origin JSON writes, and one
+analyst token for every game of the study.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
@@ -35,6 +38,7 @@ from starlette.routing import Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from annotation.viewer.access import Access, LocalGuard
 from annotation.viewer.app import STATIC, create_app
 from controller.record import log_path, log_progress
 from controller.tournament.manifest import MANIFEST, Manifest, ManifestError, read_manifest
@@ -149,9 +153,10 @@ class StudyRecord:
 class _Games:
     """Dispatches `/game/RUN/...` to the game viewer of RUN, built on first use."""
 
-    def __init__(self, record: StudyRecord, labels_root: Path | None) -> None:
+    def __init__(self, record: StudyRecord, labels_root: Path | None, access: Access) -> None:
         self.record = record
         self.labels_root = labels_root
+        self.access = access
         self._mounts: dict[str, Mount] = {}
         self._lock = threading.Lock()
 
@@ -160,7 +165,7 @@ class _Games:
             mount = self._mounts.get(run)
             if mount is None:
                 labels = self.labels_root / run if self.labels_root is not None else None
-                app = create_app(self.record.study / run, labels, study_url="/")
+                app = create_app(self.record.study / run, labels, study_url="/", access=self.access)
                 mount = Mount(f"/{run}", app=app)
                 self._mounts[run] = mount
             return mount
@@ -187,16 +192,21 @@ class _Games:
         )
 
 
-def create_study_app(study: Path, labels_root: Path | None = None) -> Starlette:
+def create_study_app(
+    study: Path, labels_root: Path | None = None, access: Access | None = None
+) -> Starlette:
     """The viewer of a study folder (finished or still being run).
 
     Args:
         study: The study folder.
         labels_root: Where hand labels go: `LABELS_ROOT/RUN/<annotator>.jsonl`
             (default each game's own `RUN/labels/`).
+        access: The Host names it answers and the analyst token of all its games
+            (default: loopback names on any port, and a fresh token nobody knows).
     """
+    access = access if access is not None else Access()
     record = StudyRecord(study)
-    games = _Games(record, labels_root)
+    games = _Games(record, labels_root, access)
 
     async def index(_request: Request) -> Response:
         return FileResponse(STATIC / "study.html")
@@ -230,8 +240,9 @@ def create_study_app(study: Path, labels_root: Path | None = None) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Mount("/game", app=games),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(LocalGuard, policy=access.hosts)])
     app.state.record = record
+    app.state.access = access
     return app
 
 

@@ -15,6 +15,8 @@ from controller.config import resolve_config
 from controller.tournament.manifest import Attempt, Entry, Manifest, write_manifest
 from world.spec import load_map
 
+LOCAL = "http://127.0.0.1"
+"""The viewer answers only its own (loopback) Host names, not TestClient's `testserver`."""
 DONE = "games/arm_a/seed1-try1"
 RUNNING = "games/arm_a/seed2-try1"
 
@@ -52,7 +54,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_study_page_lists_every_game_with_its_progress(study: Path) -> None:
     assert is_study(study) and not is_study(study / DONE)
-    client = TestClient(create_study_app(study))
+    client = TestClient(create_study_app(study), base_url=LOCAL)
     assert "static/study.js" in client.get("/").text
     s = client.get("/api/study").json()
     assert s["name"] == "s" and s["counts"]["running"] == 1 and s["counts"]["pending"] == 1
@@ -68,7 +70,7 @@ def test_the_study_page_lists_every_game_with_its_progress(study: Path) -> None:
 
 
 def test_each_game_is_served_under_its_attempt_folder(study: Path) -> None:
-    client = TestClient(create_study_app(study))
+    client = TestClient(create_study_app(study), base_url=LOCAL)
     page = client.get(f"/game/{DONE}/")
     assert page.status_code == 200 and 'src="static/viewer.js"' in page.text
     assert client.get(f"/game/{DONE}/static/viewer.js").status_code == 200
@@ -92,7 +94,7 @@ def test_each_game_is_served_under_its_attempt_folder(study: Path) -> None:
 
 def test_only_attempt_folders_of_the_manifest_are_served(study: Path) -> None:
     (study / "secret.txt").write_text("no")
-    client = TestClient(create_study_app(study))
+    client = TestClient(create_study_app(study), base_url=LOCAL)
     for path in (
         "/game/games/arm_a/",
         "/game/games/arm_a/seed9-try1/api/game",
@@ -103,7 +105,7 @@ def test_only_attempt_folders_of_the_manifest_are_served(study: Path) -> None:
 
 
 def test_a_label_saved_in_a_study_lands_in_that_game(study: Path, tmp_path: Path) -> None:
-    client = TestClient(create_study_app(study, labels_root=tmp_path / "labels"))
+    client = TestClient(create_study_app(study, labels_root=tmp_path / "labels"), base_url=LOCAL)
     meta = client.get(f"/game/{DONE}/api/game").json()
     body = {"annotator": "ann", "atom": "C", "step": 1, "actor": meta["agents"][0]}
     assert client.post(f"/game/{DONE}/api/labels", json=body).status_code == 201
@@ -121,7 +123,7 @@ def test_view_refuses_a_folder_that_is_neither_a_game_nor_a_study(
 
 
 def test_a_study_without_a_readable_manifest_says_so(tmp_path: Path) -> None:
-    client = TestClient(create_study_app(tmp_path))
+    client = TestClient(create_study_app(tmp_path), base_url=LOCAL)
     s = client.get("/api/study").json()
     assert s["games"] == [] and "manifest.json not found" in s["error"]
     (tmp_path / "manifest.json").write_text('{"version": 99, "name": "x"}')

@@ -2,6 +2,8 @@
 'use strict'
 
 const $ = (id) => document.getElementById(id)
+// The analyst token of the study's address is carried to each game's page.
+const ANALYST = new URLSearchParams(location.search).get('analyst') || ''
 
 function cell (tr, text) {
   const td = document.createElement('td')
@@ -34,7 +36,7 @@ function render (s) {
     const link = cell(tr, '')
     if (g.url) {
       const a = document.createElement('a')
-      a.href = g.url
+      a.href = ANALYST ? `${g.url}?analyst=${encodeURIComponent(ANALYST)}` : g.url
       a.textContent = g.status === 'running' ? 'watch' : 'replay'
       link.appendChild(a)
     }
@@ -46,7 +48,7 @@ function render (s) {
 }
 
 async function main () {
-  const res = await fetch('api/study')
+  const res = await fetch('api/study', { credentials: 'same-origin' })
   render(await res.json())
   const es = new EventSource('api/live')
   es.addEventListener('study', (e) => render(JSON.parse(e.data)))

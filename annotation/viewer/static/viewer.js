@@ -11,9 +11,24 @@ const $ = (id) => document.getElementById(id)
 const analyst = () => $('analyst').checked
 const colourOf = (agent) => COLOURS[agent] || '#888'
 const cap = (s) => s ? s[0].toUpperCase() + s.slice(1) : ''
+// The analyst token (`?analyst=TOKEN`, printed when the viewer starts) opens a live game
+// that a person plays; `analyst=1` is only the switch and opens nothing while it runs.
+const ANALYST_KEY = (() => {
+  const v = new URLSearchParams(location.search).get('analyst') || ''
+  return ['', '0', '1', 'true', 'false', 'yes', 'no'].includes(v.toLowerCase()) ? '' : v
+})()
+
+function headers (extra) {
+  const h = Object.assign({}, extra || {})
+  if (ANALYST_KEY) h['X-Analyst-Token'] = ANALYST_KEY
+  return h
+}
+
+// A frame's address: images cannot send a header, so the token rides in the query.
+const frameUrl = (url) => ANALYST_KEY ? `${url}?analyst=${encodeURIComponent(ANALYST_KEY)}` : url
 
 async function getJSON (url) {
-  const res = await fetch(url)
+  const res = await fetch(url, { headers: headers(), credentials: 'same-origin' })
   if (!res.ok) throw new Error(`${url}: ${res.status}`)
   return res.json()
 }
@@ -24,8 +39,10 @@ async function loadMeta () {
   const m = state.meta
   $('game-id').textContent = m.game_id
   if (m.study_url) { $('study-link').href = m.study_url; $('study-link').hidden = false }
+  $('sealed').hidden = !m.sealed
+  $('sealed').textContent = m.sealed ? m.sealed_message : ''
   const sc = $('scrubber')
-  sc.max = String(m.last_step)
+  sc.max = String(m.steps.length ? m.last_step : 0)
   if (!state.selected || !m.agents.includes(state.selected)) state.selected = m.agents[0]
   fillSelect($('player'), m.agents, state.selected, cap)
   fillSelect($('actor'), m.agents, $('actor').value || m.agents[0], cap)
@@ -58,7 +75,7 @@ async function stepData (n) {
 
 async function show (n) {
   if (!state.meta || !state.meta.steps.length) {
-    $('step-label').textContent = 'waiting for the game to start'
+    $('step-label').textContent = state.meta && state.meta.sealed ? 'hidden while a person plays' : 'waiting for the game to start'
     return
   }
   n = Math.max(0, Math.min(n, state.meta.last_step))
@@ -90,7 +107,7 @@ function drawFrames (data) {
     const url = data.frames[agent]
     if (url) {
       const img = document.createElement('img')
-      img.loading = 'lazy'; img.src = url; img.alt = `${cap(agent)}'s view at step ${data.step}`
+      img.loading = 'lazy'; img.src = frameUrl(url); img.alt = `${cap(agent)}'s view at step ${data.step}`
       fig.appendChild(img)
     } else fig.classList.add('noframe')
     const cap_ = document.createElement('figcaption')
@@ -262,7 +279,8 @@ function drawTimeline () {
 }
 
 async function loadLabels () {
-  state.labels = await getJSON('api/labels')
+  // Withheld (403) while a person plays, unless the page holds the analyst token.
+  try { state.labels = await getJSON('api/labels') } catch (err) { state.labels = [] }
   const ul = $('labels')
   ul.innerHTML = ''
   for (const l of state.labels) {
@@ -289,7 +307,8 @@ async function saveLabel (ev) {
     actor: $('actor').value, evidence: $('evidence').value
   }
   localStorage.setItem('mau-annotator', body.annotator)
-  const res = await fetch('api/labels', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
+  // Same-origin JSON only: the viewer refuses any other write.
+  const res = await fetch('api/labels', { method: 'POST', headers: headers({ 'Content-Type': 'application/json' }), credentials: 'same-origin', body: JSON.stringify(body) })
   const out = await res.json()
   $('label-status').textContent = res.ok ? 'saved' : out.error
   if (res.ok) { $('evidence').value = ''; await loadLabels(); drawFindings(state.step) }
@@ -311,8 +330,10 @@ function startLive () {
     $('live-badge').hidden = msg.over
     if (msg.last_step !== state.meta.last_step || msg.steps !== state.meta.steps.length || msg.over !== state.meta.over) {
       const follow = $('follow').checked && (state.step >= state.meta.last_step - 1)
+      const wasSealed = state.meta.sealed
       await loadMeta()
-      if (follow) show(state.meta.last_step); else show(state.step)
+      if (wasSealed && !state.meta.sealed) await loadLabels() // the game ended: labels open
+      if (follow || wasSealed) show(state.meta.last_step); else show(state.step)
     }
     if (msg.over) es.close()
   })
@@ -320,6 +341,7 @@ function startLive () {
 
 async function main () {
   $('annotator').value = localStorage.getItem('mau-annotator') || ''
+  if (ANALYST_KEY) $('analyst').checked = true
   await loadMeta()
   await Promise.all([loadCodebook(), loadLabels()])
   $('live-badge').hidden = state.meta.over
