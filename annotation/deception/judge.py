@@ -27,7 +27,14 @@ from annotation.deception.codebook import Codebook, codebook
 from annotation.deception.findings import CheckedFinding, Finding, JudgeCall, validate_finding
 from annotation.deception.render import RENDER_VERSION, Line, nonverbal_lines, text_of, verbal_lines
 from annotation.gamelog import Game
-from annotation.llm import JudgeCallError, JudgeModel, ReplyCache, count_tokens, estimate_cost
+from annotation.llm import (
+    JudgeCallError,
+    JudgeModel,
+    JudgeReply,
+    ReplyCache,
+    count_tokens,
+    estimate_cost,
+)
 
 PassName = Literal["nonverbal", "verbal"]
 PASSES: tuple[PassName, ...] = ("nonverbal", "verbal")
@@ -87,6 +94,96 @@ class JudgeResult:
     calls: list[JudgeCall] = field(default_factory=list)
     transcripts: dict[str, str] = field(default_factory=dict)
     """What each pass read, by pass (`nonverbal`, `verbal`)."""
+
+
+@dataclass
+class Spend:
+    """What one pass's replies cost, summed over its tries."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    unpriced: bool = False
+    """A reply had no price: the cost is unknown, not lower."""
+    attempts: int = 0
+    latency_ms: float = 0.0
+    truncated: bool = False
+
+    def add(self, reply: JudgeReply) -> None:
+        """Count one reply."""
+        self.tokens_in += reply.tokens_in
+        self.tokens_out += reply.tokens_out
+        if reply.cost_usd is None:
+            self.unpriced = True
+        else:
+            self.cost_usd += reply.cost_usd
+        self.attempts += reply.attempts
+        self.latency_ms += reply.latency_ms
+        self.truncated = self.truncated or reply.truncated
+
+    def call(
+        self,
+        pass_: str,
+        model: str,
+        ok: bool,
+        prompt_sha256: str,
+        max_tokens: int,
+        profile: str,
+        error_class: str = "",
+        error: str = "",
+    ) -> JudgeCall:
+        """The pass's accounting record."""
+        return JudgeCall(
+            pass_=pass_,
+            model=model,
+            status="ok" if ok else "failed",
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            cost_usd=None if self.unpriced else self.cost_usd,
+            attempts=self.attempts,
+            latency_ms=self.latency_ms,
+            error_class=error_class,
+            error=error,
+            prompt_sha256=prompt_sha256,
+            max_tokens=max_tokens,
+            truncated=self.truncated,
+            profile=profile,
+        )
+
+    def cache_entry(self, text: str, model: str, pass_: str, profile: str) -> dict[str, Any]:
+        """What the reply cache keeps of a readable reply."""
+        return {
+            "text": text,
+            "model": model,
+            "pass": pass_,
+            "profile": profile,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": self.cost_usd,
+        }
+
+
+def cached_call(
+    stored: dict[str, Any],
+    pass_: str,
+    model: str,
+    prompt_sha256: str,
+    max_tokens: int,
+    profile: str,
+) -> JudgeCall:
+    """The accounting record of a pass answered from the cache (no new spend)."""
+    return JudgeCall(
+        pass_=pass_,
+        model=model,
+        status="ok",
+        cached=True,
+        tokens_in=int(stored.get("tokens_in", 0)),
+        tokens_out=int(stored.get("tokens_out", 0)),
+        cost_usd=0.0,
+        prompt_sha256=prompt_sha256,
+        max_tokens=max_tokens,
+        profile=profile,
+    )
 
 
 class ReplyFormatError(ValueError):
@@ -201,22 +298,10 @@ async def judge_game(
             items = parse_reply(stored["text"])
             result.findings.extend(check_items(items, game, prompt, source, book))
             result.calls.append(
-                JudgeCall(
-                    pass_=pass_,
-                    model=model.address,
-                    status="ok",
-                    cached=True,
-                    tokens_in=int(stored.get("tokens_in", 0)),
-                    tokens_out=int(stored.get("tokens_out", 0)),
-                    cost_usd=0.0,
-                    prompt_sha256=prompt.prompt_sha256,
-                    profile=PROFILE,
-                )
+                cached_call(stored, pass_, model.address, prompt.prompt_sha256, 0, PROFILE)
             )
             continue
-        tokens_in = tokens_out = attempts = 0
-        cost = latency = 0.0
-        unpriced = truncated = False
+        spend = Spend()
         error_class = error = ""
         items_ok: list[Any] | None = None
         text = ""
@@ -229,17 +314,9 @@ async def judge_game(
             except JudgeCallError as exc:
                 error_class, error = exc.error_class, str(exc)
                 break
-            tokens_in += reply.tokens_in
-            tokens_out += reply.tokens_out
-            if reply.cost_usd is None:
-                unpriced = True  # an unpriced model: the cost is unknown, not lower
-            else:
-                cost += reply.cost_usd
-            attempts += reply.attempts
-            latency += reply.latency_ms
+            spend.add(reply)
             text = reply.text
             if reply.truncated:
-                truncated = True
                 if budget < model.max_tokens_cap:
                     budget = min(2 * budget, model.max_tokens_cap)  # a larger budget
                     continue
@@ -263,38 +340,23 @@ async def judge_game(
                 f"\n\nYour previous answer (try {tries}) could not be read: {error}. "
                 'Answer again with only the JSON object {"findings": [...]}.'
             )
-        call = JudgeCall(
-            pass_=pass_,
-            model=model.address,
-            status="ok" if items_ok is not None else "failed",
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost_usd=None if unpriced else cost,
-            attempts=attempts,
-            latency_ms=latency,
-            error_class=error_class,
-            error=error,
-            prompt_sha256=prompt.prompt_sha256,
-            max_tokens=budget,
-            truncated=truncated,
-            profile=PROFILE,
+        result.calls.append(
+            spend.call(
+                pass_,
+                model.address,
+                items_ok is not None,
+                prompt.prompt_sha256,
+                budget,
+                PROFILE,
+                error_class,
+                error,
+            )
         )
-        result.calls.append(call)
         if items_ok is None:
             result.status = "failed"
             continue
         if cache is not None:
-            cache.put(
-                key,
-                {
-                    "text": text,
-                    "model": model.address,
-                    "pass": pass_,
-                    "tokens_in": tokens_in,
-                    "tokens_out": tokens_out,
-                    "cost_usd": cost,
-                },
-            )
+            cache.put(key, spend.cache_entry(text, model.address, pass_, PROFILE))
         result.findings.extend(check_items(items_ok, game, prompt, source, book))
     return result
 

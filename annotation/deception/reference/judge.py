@@ -23,8 +23,8 @@ import json
 from typing import Any
 
 from annotation.deception.codebook import Codebook, codebook
-from annotation.deception.findings import CheckedFinding, Finding, JudgeCall, validate_finding
-from annotation.deception.judge import Estimate, JudgeResult
+from annotation.deception.findings import CheckedFinding, Finding, validate_finding
+from annotation.deception.judge import Estimate, JudgeResult, Spend, cached_call
 from annotation.deception.profiles import DEFAULTS
 from annotation.deception.reference.labels import normalize_label
 from annotation.deception.reference.prompts import (
@@ -212,23 +212,12 @@ async def judge_game_reference(
             items = read_reply(stored["text"])
             result.findings.extend(check_reference_items(items, game, prompt, source, book))
             result.calls.append(
-                JudgeCall(
-                    pass_=prompt.pass_,
-                    model=model.address,
-                    status="ok",
-                    cached=True,
-                    tokens_in=int(stored.get("tokens_in", 0)),
-                    tokens_out=int(stored.get("tokens_out", 0)),
-                    cost_usd=0.0,
-                    prompt_sha256=prompt.prompt_sha256,
-                    max_tokens=budget,
-                    profile=PROFILE,
+                cached_call(
+                    stored, prompt.pass_, model.address, prompt.prompt_sha256, budget, PROFILE
                 )
             )
             continue
-        tokens_in = tokens_out = attempts = 0
-        cost = latency = 0.0
-        unpriced = truncated = False
+        spend = Spend()
         error_class = error = ""
         items_ok: list[Any] | None = None
         text = ""
@@ -241,15 +230,7 @@ async def judge_game_reference(
                 error_class, error = exc.error_class, str(exc)
                 backend_failed = True
                 break
-            tokens_in += reply.tokens_in
-            tokens_out += reply.tokens_out
-            if reply.cost_usd is None:
-                unpriced = True
-            else:
-                cost += reply.cost_usd
-            attempts += reply.attempts
-            latency += reply.latency_ms
-            truncated = truncated or reply.truncated
+            spend.add(reply)
             text = reply.text
             try:
                 items_ok = read_reply(text)
@@ -263,21 +244,15 @@ async def judge_game_reference(
                 "reference counts it)"
             )
         result.calls.append(
-            JudgeCall(
-                pass_=prompt.pass_,
-                model=model.address,
-                status="ok" if items_ok is not None else "failed",
-                tokens_in=tokens_in,
-                tokens_out=tokens_out,
-                cost_usd=None if unpriced else cost,
-                attempts=attempts,
-                latency_ms=latency,
-                error_class=error_class,
-                error=error,
-                prompt_sha256=prompt.prompt_sha256,
-                max_tokens=budget,
-                truncated=truncated,
-                profile=PROFILE,
+            spend.call(
+                prompt.pass_,
+                model.address,
+                items_ok is not None,
+                prompt.prompt_sha256,
+                budget,
+                PROFILE,
+                error_class,
+                error,
             )
         )
         if backend_failed:
@@ -286,18 +261,7 @@ async def judge_game_reference(
         if items_ok is None:
             continue  # unreadable three times: no findings, never a failed game
         if cache is not None:
-            cache.put(
-                key,
-                {
-                    "text": text,
-                    "model": model.address,
-                    "pass": prompt.pass_,
-                    "profile": PROFILE,
-                    "tokens_in": tokens_in,
-                    "tokens_out": tokens_out,
-                    "cost_usd": cost,
-                },
-            )
+            cache.put(key, spend.cache_entry(text, model.address, prompt.pass_, PROFILE))
         result.findings.extend(check_reference_items(items_ok, game, prompt, source, book))
     return result
 
