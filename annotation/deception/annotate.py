@@ -239,7 +239,7 @@ async def annotate_runs(
     params = params or DetectorParams()
     console = Console(stderr=True)
     folders = finished_runs(
-        paths, note=lambda line: console.print(line, markup=False, highlight=False)
+        paths, note=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)
     )
     for folder in folders:  # a broken record is refused before any file is written
         RunRecord.read(folder, kinds=("game_start",))
