@@ -27,6 +27,11 @@ Honesty rules every table follows:
   cluster-robust ones beside), since cluster-robust SEs are biased low with few clusters.
 - Two-proportion z-tests give both the one-sided p, in the direction the paper pre-set,
   and the two-sided p, each labelled.
+- A model's terms come from the design (`design_terms`): constant columns are left out,
+  perfectly confounded ones (RQ1's crew corners; self-play's two model columns) become
+  one term named by what differs, nested and linearly dependent ones are dropped, games
+  without the axes (a scripted control arm) are left out, each with a warning; a
+  separated or degenerate fit is reported as such, never as an enormous SE.
 """
 
 from __future__ import annotations
@@ -88,9 +93,29 @@ PAPER_RPB: dict[str, tuple[float, int]] = {
     "E": (0.434, 618),
     "F": (0.414, 352),
     "H": (0.270, 187),
+    "P": (0.210, 286),
     "C": (0.208, 1803),
+    "O": (0.180, 811),
+    "G": (0.171, 124),
+    "M": (0.164, 1610),
+    "S": (0.139, 45),
+    "R": (0.137, 219),
+    "T": (0.121, 43),
+    "B": (0.076, 965),
+    "I": (0.066, 48),
+    "N": (0.060, 369),
+    "J": (0.054, 25),
+    "D": (0.021, 374),
+    "L": (-0.017, 692),
+    "V": (-0.025, 282),
+    "Q": (-0.042, 92),
+    "K": (-0.066, 1),
+    "A": (-0.070, 2194),
+    "W": (-0.117, 24),
+    "U": (-0.139, 19),
 }
-"""RQ1 in the paper: atom -> (r_pb with impostor win, occurrences), 192 games."""
+"""RQ1 in the paper: atom -> (r_pb with impostor win, occurrences), 192 games; all 23
+atoms as the authors' project page lists them (E, F, H and C lead)."""
 PAPER_Z: dict[tuple[str, str], tuple[float, float]] = {
     ("impostor.planning", "hierarchical"): (0.094, 0.096),
     ("impostor.reflection", "on"): (0.094, 0.096),
@@ -104,14 +129,51 @@ PAPER_CROSS: dict[str, float] = {
 """RQ2 in the paper: cross-model Pearson r (from its judge's atoms; p = 0.01 for the last)."""
 
 
-def preset_alternative(axis: str) -> Alternative:
-    """The direction the paper pre-set for an axis's z-test against its baseline level.
+PAPER_DIRECTIONS: dict[str, tuple[str, str] | None] = {
+    "impostor.memory": ("window", "semantic"),
+    "impostor.planning": ("hierarchical", "reactive"),
+    "impostor.reflection": ("on", "off"),
+    "impostor.prompt": None,
+}
+"""RQ1's pre-registered directions per impostor axis: (level expected to win more, the
+other level). The authors registered window > semantic memory, reflection on > off and
+hierarchical > reactive planning, one-sided; the prompt style has no a priori direction
+(None: two-sided)."""
+PROMPT_ORDER = ("deterministic", "minimal")
+"""The order in which a two-sided prompt contrast is reported (deterministic - minimal)."""
 
-    The paper tests each harness feature one-sided: the richer setting helps the side
-    that has it. On the impostor side that raises the impostor win rate (`larger`); on
-    the crew side it lowers it (`smaller`).
+
+def preset_alternative(
+    axis: str, level: object | None = None, baseline: object | None = None
+) -> Alternative:
+    """The direction of the z-test of `level` against `baseline` on `axis`.
+
+    Impostor axes with a pre-registered direction (`PAPER_DIRECTIONS`) are tested
+    one-sided toward the level registered as the better one: `larger` when `level` is
+    it, `smaller` when `baseline` is; the prompt style, a merged term (`crew.memory+
+    planning`) and any pair of levels the registration does not cover are two-sided.
+    Other impostor axes keep the project's convention that the richer setting helps the
+    impostors (`larger`); crew axes that the richer setting helps the crew (`smaller`).
+    Without `level` and `baseline` the usual comparison is meant: the non-baseline level
+    (`BASELINE_LEVELS`) against the baseline one.
     """
-    return "smaller" if axis.startswith("crew.") else "larger"
+    side, _, name = axis.partition(".")
+    if "+" in name or side not in ("impostor", "crew"):
+        return "two-sided"
+    if axis in PAPER_DIRECTIONS:
+        order = PAPER_DIRECTIONS[axis]
+        if order is None:
+            return "two-sided"
+        better, worse = order
+        if level is None or baseline is None:
+            base = better if better in BASELINE_LEVELS else worse
+            baseline, level = base, (worse if base == better else better)
+        if str(level) == better and str(baseline) == worse:
+            return "larger"
+        if str(level) == worse and str(baseline) == better:
+            return "smaller"
+        return "two-sided"
+    return "smaller" if side == "crew" else "larger"
 
 
 def counts_table(
@@ -623,6 +685,19 @@ def cross_model(models: pd.DataFrame, atoms: list[str]) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- RQ1: axes
+COND_MAX = 30.0
+"""A logit design matrix whose condition number (columns scaled to unit length, as
+Belsley's collinearity diagnostics scale them) is larger is flagged near-collinear: its
+terms are close to confounded and their estimates trade off against each other. 30 is
+Belsley's mark of strong dependence; a balanced factorial design sits near 6."""
+SE_MAX = 10.0
+"""A logit standard error above this (log-odds scale: an odds-ratio interval wider than
+e^±20) marks a fit that did not converge to a finite maximum (near-separation); its
+estimates are withheld, never printed as if they meant something."""
+TERM_NAMES: dict[str, str] = {"design.backbone": "backbone"}
+"""Term names of design columns (`design.backbone` enters the model as `backbone`)."""
+
+
 def axis_columns(games: pd.DataFrame) -> list[str]:
     """Axis columns (`impostor.*`, `crew.*`) that vary across the games."""
     return [
@@ -630,6 +705,201 @@ def axis_columns(games: pd.DataFrame) -> list[str]:
         for c in games.columns
         if c.startswith(("impostor.", "crew.")) and games[c].nunique(dropna=True) > 1
     ]
+
+
+def model_columns(games: pd.DataFrame) -> list[str]:
+    """The model columns that vary: `design.backbone` when the study names its
+    backbones, else `impostor_model` and `crew_model` (in self-play the two move
+    together and `design_terms` merges them into one `backbone` term)."""
+    if "design.backbone" in games.columns and games["design.backbone"].nunique(dropna=True) > 1:
+        return ["design.backbone"]
+    return [
+        c
+        for c in ("impostor_model", "crew_model")
+        if c in games.columns and games[c].nunique(dropna=True) > 1
+    ]
+
+
+def level_key(level: object) -> tuple[int, str]:
+    """Sort key of an axis level: baseline levels (`BASELINE_LEVELS`) first, then by
+    name. A merged level (`window+hierarchical`) ranks by how many of its parts are
+    baseline levels."""
+    parts = str(level).split("+")
+    return (-sum(p in BASELINE_LEVELS for p in parts), str(level))
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of a model or one contrast of the marginals: a column, or several
+    columns that move together, read as one categorical variable."""
+
+    name: str
+    """`impostor.memory`; a merged term is named by what differs (`crew.memory+planning`,
+    `backbone` for `impostor_model` and `crew_model` together)."""
+    columns: tuple[str, ...]
+    """The games-table columns it stands for."""
+    values: pd.Series
+    """Its level per game (text; a merged level joins the parts with `+`), aligned with
+    the games the design was built from; missing where a column is missing."""
+
+    @property
+    def levels(self) -> list[str]:
+        """Its levels, the baseline first (`level_key`)."""
+        return sorted(self.values.dropna().unique(), key=level_key)
+
+
+@dataclass(frozen=True)
+class DesignTerms:
+    """What can be estimated from a set of columns over these games."""
+
+    terms: list[Term]
+    """The terms kept, in column order."""
+    notes: pd.DataFrame
+    """One row per decision: `term, columns, status, reason`; status is `kept`,
+    `merged` (perfectly confounded columns as one term), `constant` (one level: nothing
+    to estimate), `dropped` (determined by another term) or `missing` (games without
+    the columns, left out)."""
+    rows: np.ndarray
+    """Which games every column is present for (the others are left out)."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """The notes that change what the model can say, as sentences."""
+        return [
+            f"{r.term}: {r.reason}"
+            for r in self.notes.itertuples()
+            if r.status in ("merged", "dropped", "missing")
+        ]
+
+
+def _determines(a: pd.Series, b: pd.Series) -> bool:
+    """Every level of `a` goes with exactly one level of `b` (b is a function of a)."""
+    frame = pd.DataFrame({"a": a.to_numpy(), "b": b.to_numpy()})
+    return bool(frame.groupby("a")["b"].nunique().max() <= 1)
+
+
+def merged_name(columns: Sequence[str]) -> str:
+    """The name of a term standing for several columns: `backbone` for the two model
+    columns, `side.a+b` for axes of one side, else the columns joined with `+`."""
+    cols = list(columns)
+    if set(cols) == {"impostor_model", "crew_model"}:
+        return "backbone"
+    sides = {c.split(".", 1)[0] for c in cols}
+    if len(sides) == 1 and all("." in c for c in cols):
+        return f"{sides.pop()}." + "+".join(c.split(".", 1)[1] for c in cols)
+    return "+".join(TERM_NAMES.get(c, c) for c in cols)
+
+
+def design_terms(
+    games: pd.DataFrame, columns: Sequence[str], *, drop_nested: bool = True
+) -> DesignTerms:
+    """The terms a set of categorical columns supports over these games.
+
+    Games missing any of the columns (a scripted control arm has no ARIA axes) are left
+    out and counted. A column with one level is constant (nothing to estimate). Columns
+    whose levels map one to one onto each other's over the games (RQ1's crew corners
+    move `crew.memory` and `crew.planning` together; self-play moves both model columns
+    together) are perfectly confounded: they become one term named by what differs,
+    whose levels join the parts (`semantic+reactive`). A term whose level is fixed by
+    another's (a coarser grouping nested in a finer one) cannot be separated from it
+    and is dropped (`drop_nested`). Every decision is a row of `notes`.
+    """
+    cols = [c for c in columns if c in games.columns]
+    present = (
+        games[cols].notna().all(axis=1).to_numpy() if cols else np.ones(len(games), dtype=bool)
+    )
+    g = games.loc[present, cols].astype(str)
+    notes: list[dict[str, str]] = []
+    missing = int((~present).sum())
+    if missing:
+        notes.append(
+            {
+                "term": "(games)",
+                "columns": ", ".join(cols),
+                "status": "missing",
+                "reason": f"{missing} game(s) lack these columns (a non-ARIA side, e.g. a "
+                "scripted control arm) and are left out",
+            }
+        )
+    varying = []
+    for c in cols:
+        levels = g[c].unique()
+        if len(levels) <= 1:
+            only = levels[0] if len(levels) else "none"
+            notes.append(
+                {
+                    "term": TERM_NAMES.get(c, c),
+                    "columns": c,
+                    "status": "constant",
+                    "reason": f"one level ({only}) over {len(g)} game(s): nothing to estimate",
+                }
+            )
+        else:
+            varying.append(c)
+    group: dict[str, str] = {c: c for c in varying}
+
+    def root(c: str) -> str:
+        while group[c] != c:
+            c = group[c]
+        return c
+
+    for a, b in itertools.combinations(varying, 2):
+        if _determines(g[a], g[b]) and _determines(g[b], g[a]):
+            group[root(b)] = root(a)
+    groups: dict[str, list[str]] = {}
+    for c in varying:
+        groups.setdefault(root(c), []).append(c)
+    terms: list[Term] = []
+    merged: set[str] = set()
+    for members in groups.values():
+        if len(members) == 1:
+            c = members[0]
+            values = pd.Series(np.nan, index=games.index, dtype=object)
+            values[present] = g[c].to_numpy()
+            terms.append(Term(TERM_NAMES.get(c, c), (c,), values))
+            continue
+        name = merged_name(members)
+        # Self-play's two model columns hold one value: the level is that value.
+        same = (g[members].nunique(axis=1) == 1).to_numpy()
+        joined = g[members].agg("+".join, axis=1).where(~same, g[members[0]])
+        values = pd.Series(np.nan, index=games.index, dtype=object)
+        values[present] = joined.to_numpy()
+        term = Term(name, tuple(members), values)
+        terms.append(term)
+        merged.add(name)
+        notes.append(
+            {
+                "term": name,
+                "columns": ", ".join(members),
+                "status": "merged",
+                "reason": f"{' and '.join(members)} always change together in these games "
+                f"(perfectly confounded): one term with levels {', '.join(term.levels)}; "
+                "their separate effects cannot be estimated",
+            }
+        )
+    kept: list[Term] = []
+    for t in terms:
+        finer = [
+            o for o in terms if o is not t and _determines(o.values[present], t.values[present])
+        ]
+        if finer and drop_nested:
+            notes.append(
+                {
+                    "term": t.name,
+                    "columns": ", ".join(t.columns),
+                    "status": "dropped",
+                    "reason": f"its level is fixed by {finer[0].name} in every game, so its "
+                    f"effect cannot be separated from {finer[0].name}'s",
+                }
+            )
+            continue
+        kept.append(t)
+        if t.name not in merged:
+            notes.append(
+                {"term": t.name, "columns": ", ".join(t.columns), "status": "kept", "reason": ""}
+            )
+    table = pd.DataFrame(notes, columns=["term", "columns", "status", "reason"])
+    return DesignTerms(kept, table, present)
 
 
 def two_proportion_z(
@@ -648,14 +918,13 @@ def two_proportion_z(
     return float(z), float(p)
 
 
-def _levels(games: pd.DataFrame, axis: str) -> list[object]:
-    return sorted(games[axis].dropna().unique(), key=lambda v: (v not in BASELINE_LEVELS, str(v)))
-
-
 def axis_marginals(games: pd.DataFrame) -> pd.DataFrame:
     """Marginal impostor win rate per axis level, and each level against the baseline.
 
-    The rate's interval is Wilson's, widened by the design effect of shared seeds. The
+    Axes that always change together (RQ1's crew corners) are one contrast, reported
+    once under the merged name (`crew.memory+planning`, levels `semantic+reactive`...;
+    `design_terms`); games without the axes (a scripted control arm) are left out. The
+    rate's interval is Wilson's, widened by the design effect of shared seeds. The
     z-test is `statsmodels` two-proportion (unpaired, as in the paper), reported both
     one-sided in the pre-set direction (`alternative`, see `preset_alternative`) and
     two-sided. Where the games pair on seed (same seed, same other settings, the axis
@@ -669,20 +938,34 @@ def axis_marginals(games: pd.DataFrame) -> pd.DataFrame:
     """
     from statsmodels.stats.contingency_tables import mcnemar
 
-    axes = axis_columns(games)
+    design = design_terms(games, axis_columns(games), drop_nested=False)
     keys = design_clusters(games).keys
+    frame = pd.DataFrame(
+        {
+            "game_id": games["game_id"].to_numpy()
+            if "game_id" in games.columns
+            else np.arange(len(games)).astype(str),
+            "impostor_win": games["impostor_win"].to_numpy(dtype=float),
+        }
+    )
+    for c in ("seed", "impostor_model", "crew_model"):
+        if c in games.columns:
+            frame[c] = games[c].astype(str).to_numpy()
+    for t in design.terms:
+        frame[t.name] = t.values.to_numpy()
     rows = []
-    for axis in axes:
-        levels = _levels(games, axis)
+    for term in design.terms:
+        axis = term.name
+        levels = term.levels
         base = levels[0]
-        alternative = preset_alternative(axis)
-        others = [c for c in axes if c != axis] + ["seed", "impostor_model", "crew_model"]
-        others = [c for c in others if c in games.columns]
+        others = [t.name for t in design.terms if t.name != axis]
+        others += [c for c in ("seed", "impostor_model", "crew_model") if c in frame.columns]
         for level in levels:
-            mask = (games[axis] == level).to_numpy()
-            sub = games[mask]
+            mask = (frame[axis] == level).to_numpy()
+            sub = frame[mask]
             wins = int(sub["impostor_win"].sum())
             n = len(sub)
+            alternative = preset_alternative(axis, level, base)
             ci = _rate_row(sub["impostor_win"].to_numpy(dtype=float), keys[mask])
             lo, hi = ci.bounds()
             notes = []
@@ -714,11 +997,13 @@ def axis_marginals(games: pd.DataFrame) -> pd.DataFrame:
                 "paper_p_one_sided": paper[1] if paper else math.nan,
             }
             if level != base:
-                ref = games[games[axis] == base]
+                ref = frame[frame[axis] == base]
                 w0, n0 = int(ref["impostor_win"].sum()), len(ref)
                 row["delta"] = wins / n - w0 / n0
-                z, p1 = two_proportion_z(wins, n, w0, n0, alternative)
-                _, p2 = two_proportion_z(wins, n, w0, n0, "two-sided")
+                p1 = math.nan
+                if alternative != "two-sided":
+                    _, p1 = two_proportion_z(wins, n, w0, n0, alternative)
+                z, p2 = two_proportion_z(wins, n, w0, n0, "two-sided")
                 row["z"], row["p_one_sided"], row["p_two_sided"] = z, p1, p2
                 merged = sub.merge(ref, on=others, suffixes=("", "_ref"))
                 merged = merged.drop_duplicates(subset=["game_id"]).drop_duplicates(
@@ -735,11 +1020,95 @@ def axis_marginals(games: pd.DataFrame) -> pd.DataFrame:
                     row["paired_delta"] = float(a.mean() - b.mean())
                     row["mcnemar_p"] = float(mcnemar(table, exact=True).pvalue)
             rows.append(row)
-    return pd.DataFrame(rows)
+    columns = [
+        "axis", "level", "n_games", "wins", "win_rate", "ci_low", "ci_high", "vs", "delta",
+        "z", "alternative", "p_one_sided", "p_two_sided", "n_pairs", "paired_delta",
+        "mcnemar_p", "small_sample", "warning", "paper_delta", "paper_p_one_sided",
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+_LOGIT_COLUMNS = [
+    "term", "from_columns", "coef", "se", "z", "p", "ci_low", "ci_high", "odds_ratio",
+    "se_naive", "se_cluster", "se_method", "n_games", "n_clusters", "cluster_by",
+    "warning", "error",
+]  # fmt: skip
+
+
+def logit_design(games: pd.DataFrame) -> pd.DataFrame:
+    """How the logistic regression's terms were chosen (`design_terms` over the varying
+    axes and model columns): one row per term decision, plus the dummy columns dropped
+    as linear combinations of the others."""
+    return _logit_inputs(games)[3]
+
+
+def _logit_inputs(
+    games: pd.DataFrame,
+) -> tuple[pd.DataFrame, np.ndarray, list[str], pd.DataFrame, dict[str, str], np.ndarray]:
+    """Design matrix (constant first), outcome, warnings, notes, dummy -> source columns,
+    and the games used."""
+    design = design_terms(games, axis_columns(games) + model_columns(games))
+    notes = design.notes.copy()
+    used = design.rows
+    sub = games[used]
+    dummies: dict[str, np.ndarray] = {}
+    source: dict[str, str] = {}
+    for t in design.terms:
+        values = t.values[used]
+        for level in t.levels[1:]:
+            name = f"{t.name}_{level}"
+            dummies[name] = (values == level).to_numpy(dtype=float)
+            source[name] = ", ".join(t.columns)
+    x = pd.DataFrame({"const": np.ones(len(sub))} | dummies, index=sub.index)
+    # Drop dummy columns that add no rank: confounded beyond what pairs of columns show.
+    keep = ["const"]
+    dropped = []
+    for name in dummies:
+        trial = x[[*keep, name]].to_numpy()
+        if np.linalg.matrix_rank(trial) > len(keep):
+            keep.append(name)
+        else:
+            dropped.append(name)
+    for name in dropped:
+        notes.loc[len(notes)] = {
+            "term": name,
+            "columns": source[name],
+            "status": "dropped",
+            "reason": "a linear combination of the other terms' levels in these games "
+            "(confounded): not estimable",
+        }
+    warnings_ = [f"{r.term}: {r.reason}" for r in notes.itertuples() if r.status != "kept"]
+    warnings_ = [w for w in warnings_ if "nothing to estimate" not in w]
+    y = sub["impostor_win"].to_numpy(dtype=float)
+    return x[keep], y, warnings_, notes, source, used
+
+
+def _separated_levels(x: pd.DataFrame, y: np.ndarray) -> list[str]:
+    """Dummy levels (and the all-baseline rows) whose games are all wins or all losses:
+    each makes the likelihood grow without bound along one coefficient."""
+    out = []
+    for name in x.columns[1:]:
+        sel = x[name].to_numpy() == 1
+        if sel.any() and (y[sel].min() == y[sel].max()):
+            what = "win" if y[sel][0] == 1 else "loss"
+            out.append(f"{name}: all {int(sel.sum())} game(s) a {what}")
+    return out
 
 
 def logistic_all_axes(games: pd.DataFrame) -> pd.DataFrame:
-    """One logistic regression of impostor win on every varying axis jointly.
+    """One logistic regression of impostor win on every varying axis jointly, and on the
+    backbone when more than one model plays.
+
+    The terms come from the design (`design_terms`): constant columns are left out,
+    perfectly confounded ones merged into one term named by what differs (RQ1's
+    `crew.memory+planning`; `backbone` for the two model columns under self-play),
+    nested ones and dummy columns that are linear combinations of others dropped, and
+    games without the axes (a scripted control arm) left out; each such decision is in
+    `warning` (and in `logit_design`). A term level whose games are all wins or all
+    losses separates the data: the likelihood has no finite maximum, so no estimate is
+    reported (`error` says which level). A fit whose design matrix has a condition
+    number above `COND_MAX` is flagged near-collinear; one with a standard error above
+    `SE_MAX` is reported as degenerate, its estimates withheld.
 
     Standard errors are cluster-robust over the design's clusters (`design_clusters`)
     when there are at least `FEW_CLUSTERS` of them. With fewer, cluster-robust SEs rest
@@ -750,72 +1119,98 @@ def logistic_all_axes(games: pd.DataFrame) -> pd.DataFrame:
     clusters it has 8 distinct Rademacher draws, too few for a 95 % interval.
 
     Returns:
-        `term, coef, se, z, p, ci_low, ci_high, odds_ratio, se_naive, se_cluster,
-        se_method, n_games, n_clusters, cluster_by, warning, error`; a fit that cannot be
-        made (too few games, separation) is one row with `error`.
+        `term, from_columns, coef, se, z, p, ci_low, ci_high, odds_ratio, se_naive,
+        se_cluster, se_method, n_games, n_clusters, cluster_by, warning, error`; a fit
+        that cannot be made (no term, too few games, separation, degenerate) has NaN
+        estimates and says why in `error`.
     """
     import statsmodels.api as sm
 
-    axes = axis_columns(games)
-    cols = ["term", "coef", "se", "z", "p", "ci_low", "ci_high", "odds_ratio"]
-    cols += ["se_naive", "se_cluster", "se_method", "n_games", "n_clusters", "cluster_by"]
-    cols += ["warning", "error"]
-    if not axes:
+    def failed(terms: list[str], error: str, **extra: object) -> pd.DataFrame:
+        base = dict.fromkeys(_LOGIT_COLUMNS, math.nan) | {"warning": "", "from_columns": ""}
         return pd.DataFrame(
-            [dict.fromkeys(cols, math.nan) | {"error": "no axis varies", "warning": ""}]
+            [base | {"term": t, "error": error} | extra for t in terms or [""]],
+            columns=_LOGIT_COLUMNS,
         )
-    cats = pd.DataFrame(
-        {
-            a: pd.Categorical(
-                games[a].astype(str),
-                categories=sorted(
-                    games[a].astype(str).unique(), key=lambda v: (v not in BASELINE_LEVELS, v)
-                ),
-            )
-            for a in axes
-        }
-    )
-    # The baseline (dropped) level of each axis is the one `axis_marginals` compares with.
-    x = pd.get_dummies(cats, drop_first=True, dtype=float)
-    x = sm.add_constant(x, has_constant="add")
-    y = games["impostor_win"].to_numpy(dtype=float)
-    cl = design_clusters(games)
+
+    if not axis_columns(games) and not model_columns(games):
+        return failed([""], "no axis varies")
+    x, y, notes, _, source, used = _logit_inputs(games)
+    sub = games[used].reset_index(drop=True)
+    cl = design_clusters(sub)
     codes = pd.factorize(pd.Series(cl.keys))[0]
     n_clusters = int(codes.max() + 1) if len(codes) else 0
     few = n_clusters < FEW_CLUSTERS
-    warning = (
-        f"{n_clusters} {cl.by} cluster(s) (< {FEW_CLUSTERS}): cluster-robust SEs are "
-        "unreliable with so few clusters (biased low on average, and noisy); se, z, p and "
-        "the interval are naive (model-based, games taken as independent), the "
-        "cluster-robust SE is in se_cluster"
-        if few
-        else ""
-    )
+    if few:
+        notes = [
+            f"{n_clusters} {cl.by} cluster(s) (< {FEW_CLUSTERS}): cluster-robust SEs are "
+            "unreliable with so few clusters (biased low on average, and noisy); se, z, p "
+            "and the interval are naive (model-based, games taken as independent), the "
+            "cluster-robust SE is in se_cluster",
+            *notes,
+        ]
+    warning = "; ".join(notes)
+    meta: dict[str, object] = {
+        "n_games": len(y),
+        "n_clusters": n_clusters,
+        "cluster_by": cl.by,
+        "warning": warning,
+    }
+    terms = list(x.columns)
+    if len(terms) == 1:
+        return failed([""], "no term left to estimate after the design checks", **meta)
+    if len(y) <= len(terms) or y.min() == y.max():
+        what = (
+            f"all {len(y)} game(s) are impostor {'wins' if y[0] == 1 else 'losses'}"
+            if len(y) and y.min() == y.max()
+            else f"{len(y)} game(s) for {len(terms)} parameters"
+        )
+        return failed(terms, f"nothing to fit: {what}", **meta)
+    separated = _separated_levels(x, y)
+    if separated:
+        return failed(
+            terms,
+            "separation: " + "; ".join(separated) + ". The likelihood has no finite "
+            "maximum along these terms, so no estimate or SE is reported (pool or drop "
+            "the level, or play more games)",
+            **meta,
+        )
+    xv = x.to_numpy()
+    cond = float(np.linalg.cond(xv / np.linalg.norm(xv, axis=0)))
+    if cond > COND_MAX:
+        meta["warning"] = "; ".join(
+            [*notes, f"condition number {cond:.0f} (> {COND_MAX:.0f}): terms nearly confounded, "
+             "estimates unstable"]
+        )  # fmt: skip
+    from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             model = sm.Logit(y, x)
-            naive = model.fit(disp=0)
-            robust = model.fit(disp=0, cov_type="cluster", cov_kwds={"groups": codes})
-        fit = naive if few else robust
-        ci = fit.conf_int()
-        if not np.all(np.isfinite(fit.bse)):
-            raise ValueError("non-finite standard errors (separation?)")
+            naive = model.fit(disp=0, maxiter=200)
+            robust = model.fit(disp=0, maxiter=200, cov_type="cluster", cov_kwds={"groups": codes})
     except Exception as exc:  # the fit's failure is reported in the table, not hidden
-        row = dict.fromkeys(cols, math.nan) | {
-            "term": "",
-            "n_games": len(y),
-            "n_clusters": n_clusters,
-            "cluster_by": cl.by,
-            "warning": warning,
-            "error": f"{type(exc).__name__}: {exc}",
-        }
-        return pd.DataFrame([row])
+        return failed(terms, f"{type(exc).__name__}: {exc}", **meta)
+    if any(issubclass(w.category, PerfectSeparationWarning) for w in caught):
+        return failed(terms, "separation: statsmodels reports perfect prediction", **meta)
+    fit = naive if few else robust
+    bad = [t for t in terms if not np.isfinite(fit.bse[t]) or fit.bse[t] > SE_MAX]
+    if bad:
+        shown = ", ".join(f"{t} (SE {float(fit.bse[t]):.3g})" for t in bad)
+        return failed(
+            terms,
+            f"degenerate fit: standard error above {SE_MAX:g} on the log-odds scale for "
+            f"{shown}; near-separation, so no estimate is reported",
+            **meta,
+        )
+    ci = fit.conf_int()
     rows = []
-    for term in x.columns:
+    for term in terms:
         rows.append(
             {
                 "term": term,
+                "from_columns": source.get(term, ""),
                 "coef": float(fit.params[term]),
                 "se": float(fit.bse[term]),
                 "z": float(fit.tvalues[term]),
@@ -826,14 +1221,92 @@ def logistic_all_axes(games: pd.DataFrame) -> pd.DataFrame:
                 "se_naive": float(naive.bse[term]),
                 "se_cluster": float(robust.bse[term]),
                 "se_method": "naive" if few else "cluster-robust",
-                "n_games": len(y),
-                "n_clusters": n_clusters,
-                "cluster_by": cl.by,
-                "warning": warning,
+                **meta,
                 "error": "",
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=_LOGIT_COLUMNS)
+
+
+# ---------------------------------------------------------------------- RQ1: paired
+@dataclass(frozen=True)
+class PairedBootstrap:
+    """A cluster-paired bootstrap over matched configuration pairs."""
+
+    delta: float
+    """Mean paired difference of win rates (the first level minus the second)."""
+    low: float
+    high: float
+    """95 % percentile interval of the mean over resampled pairs."""
+    p: float
+    """One-sided: share of resamples on the wrong side of 0 (at 0 included); two-sided:
+    twice the smaller tail, at most 1. NaN without pairs."""
+    n_pairs: int
+
+
+def matched_pairs(
+    games: pd.DataFrame, axis: str, first: str, second: str, within: Sequence[str]
+) -> pd.DataFrame:
+    """Configurations that differ only in `axis`: one row per matched pair.
+
+    Games are grouped by `within` (the cell columns and the other configuration
+    columns) and the axis; a pair is a group present at both levels.
+
+    Returns:
+        `within..., n_first, wins_first, rate_first, n_second, wins_second,
+        rate_second, diff` (diff = rate_first - rate_second).
+    """
+    keys = [c for c in within if c != axis]
+    sub = games[games[axis].astype(str).isin([first, second])].copy()
+    sub["_level"] = sub[axis].astype(str)
+    sub["_all"] = ""
+    for c in keys:
+        sub[c] = sub[c].astype(str)
+    cols = [*keys, "n_first", "wins_first", "rate_first", "n_second", "wins_second"]
+    cols += ["rate_second", "diff"]
+    if sub.empty:
+        return pd.DataFrame(columns=cols)
+    by = [*keys, "_all"]
+    agg = sub.groupby([*by, "_level"])["impostor_win"].agg(["size", "sum"]).reset_index()
+    a = agg[agg["_level"] == first].drop(columns="_level")
+    b = agg[agg["_level"] == second].drop(columns="_level")
+    m = a.merge(b, on=by, suffixes=("_first", "_second"))
+    out = pd.DataFrame({c: m[c] for c in keys})
+    out["n_first"] = m["size_first"].astype(int)
+    out["wins_first"] = m["sum_first"].astype(int)
+    out["rate_first"] = m["sum_first"] / m["size_first"]
+    out["n_second"] = m["size_second"].astype(int)
+    out["wins_second"] = m["sum_second"].astype(int)
+    out["rate_second"] = m["sum_second"] / m["size_second"]
+    out["diff"] = out["rate_first"] - out["rate_second"]
+    return out.reset_index(drop=True)[cols]
+
+
+def cluster_paired_bootstrap(
+    diffs: Sequence[float] | np.ndarray,
+    alternative: Alternative,
+    *,
+    n_boot: int = DEFAULT_BOOT,
+    seed: int = 0,
+) -> PairedBootstrap:
+    """Resample the pairs (the clusters) with replacement; the statistic is the mean
+    paired difference. `larger`: p is the share of resampled means at or below 0;
+    `smaller`: at or above 0; `two-sided`: twice the smaller of the two, at most 1."""
+    d = np.asarray(diffs, dtype=float)
+    n = len(d)
+    if n == 0:
+        return PairedBootstrap(math.nan, math.nan, math.nan, math.nan, 0)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    below, above = float((means <= 0).mean()), float((means >= 0).mean())
+    if alternative == "larger":
+        p = below
+    elif alternative == "smaller":
+        p = above
+    else:
+        p = min(1.0, 2 * min(below, above))
+    return PairedBootstrap(float(d.mean()), float(lo), float(hi), p, n)
 
 
 def arm_sizes(games: pd.DataFrame) -> pd.DataFrame:

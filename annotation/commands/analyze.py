@@ -42,7 +42,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Analyse and write the report."""
+    """Analyse and write the report; 1 when a registered result failed (its section in the
+    report says why), 2 on bad input."""
     from annotation.report.analysis import analyze
 
     if args.boot < 100:
@@ -60,16 +61,24 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"analyze: {exc}", file=sys.stderr)
         return 2
+    index = tables["results_index"]
+    failed = sorted(index.loc[index["status"] != "ok", "result"])
     print(
         json.dumps(
             {
                 "games": len(tables["games"]),
                 "report": str(args.out / "report.html"),
                 "tables": sorted(tables),
+                "results": len(index),
+                "failed_results": failed,
             }
         )
     )
-    return 0
+    if failed:
+        print(
+            f"analyze: {len(failed)} result(s) failed (see the report): {failed}", file=sys.stderr
+        )
+    return 1 if failed else 0
 
 
 COMMAND = Command(NAME, add_parser, run)

@@ -53,7 +53,8 @@ class Dataset:
     mismatches: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Every disagreement between `results/games.parquet` and the logs."""
     profiles: dict[str, str] = field(default_factory=dict)
-    """Judge source -> its profile (`grounded`, `reference`) as the annotations say."""
+    """Judge source -> its profile (`grounded`, `reference`) as the annotations say;
+    `mixed` when its games were judged under different profiles."""
 
 
 @dataclass
@@ -79,17 +80,20 @@ class StudyData:
     """Everything a result reads; built once per `analyze`."""
 
     games: pd.DataFrame
-    """One row per counted game: `game_id, arm, seed, winner, ending, steps, kills,
+    """One row per valid (`ok`) game: `game_id, arm, seed, winner, ending, steps, kills,
     meetings, impostor_win (0/1), impostor_model, crew_model, impostor.<axis>,
     crew.<axis>` and, for a tournament study, its `design.<name>` labels (`design.case`,
-    `design.matchup`, `design.backbone`, `design.crew`, ...) when the study has them."""
+    `design.matchup`, `design.backbone`, `design.crew`, ...) when the study has them.
+    A scripted control arm's games are here too, with null ARIA axes."""
     findings: pd.DataFrame
     """Every finding: `game_id, atom, step, actor, target, source, kind, accepted, reason,
     phase, evidence, filter_ok, filter_reason`."""
     counts: pd.DataFrame
-    """Per-game atom counts of the primary source (the judge when one annotated the
-    games, else the detectors): index `game_id`, one int column per atom letter, over
-    the games that source annotated (zeros where it found nothing)."""
+    """Per-game atom counts of the primary source (the judge that annotated the most
+    games, else the detectors): index `game_id`, one int column per atom the source can
+    find (every letter for a judge; for the detectors only the atoms the engine proves,
+    so an atom they cannot see is absent, never a zero), over the valid games that
+    source annotated (zeros where it found nothing)."""
     counts_source: str
     """Which source `counts` is (`judge:MODEL` or `detector`)."""
     counts_filtered: pd.DataFrame | None

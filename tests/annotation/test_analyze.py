@@ -193,3 +193,122 @@ def test_registered_section_providers_are_called_and_failures_shown(
     got = report.extra_sections(ctx)
     assert [s.title for s in got] == ["broken (failed)", "Extra"]
     assert "no audit" in str(got[0].blocks[0])
+
+
+def test_tournament_facts_compare_as_typed_values() -> None:
+    """66 and 66.0 agree, `done` in the table is `ok` in the log, a failed game is
+    invalid; a real disagreement is still reported; `design.*` labels are merged in."""
+    from annotation.report.analysis import _merge_tournament, same_fact
+
+    games = pd.DataFrame(
+        {
+            "game_id": ["a", "b"],
+            "arm": ["x", "y"],
+            "seed": [1, 2],
+            "status": ["ok", "invalid"],
+            "winner": ["crew", None],
+            "ending": ["tasks", "invalid"],
+            "steps": [66, 12],
+            "kills": [0, 1],
+            "meetings": [1, 0],
+        }
+    )
+    table = games.assign(
+        seed=[1.0, 2.0],
+        status=["done", "failed"],
+        steps=[66.0, 12.0],
+        **{"design.backbone": ["mini", "qwen"]},
+    )
+    merged, mism = _merge_tournament(games, table)
+    assert mism.empty, mism
+    assert list(merged["design.backbone"]) == ["mini", "qwen"]
+    planted = table.assign(winner=["impostors", None], steps=[66.0, 13.0])
+    _, mism = _merge_tournament(games, planted)
+    assert set(zip(mism["game_id"], mism["column"], strict=True)) == {
+        ("a", "winner"),
+        ("b", "steps"),
+    }
+    assert not same_fact("status", "ok", "invalid") and same_fact("status", "invalid", "failed")
+    assert same_fact("winner", None, float("nan")) and not same_fact("winner", "crew", None)
+
+
+OWN_LINE = re.compile(r'^\[step (\d+)\] (\w+) \(impostor\) \|.*narration: "([^"]+)"', re.M)
+
+
+def _quoting_judge(request: ModelRequest) -> str:
+    """Label B on the first impostor line of the non-verbal log, quoting its narration
+    (a line the actor owns, so the grounded checks accept it)."""
+    user = request.messages[-1].text
+    m = OWN_LINE.search(user) if "Pass: NON-VERBAL" in user else None
+    if m is None:
+        return '{"findings": []}'
+    step, actor, said = int(m.group(1)), m.group(2), m.group(3)
+    return json.dumps({"findings": [{"atom": "B", "step": step, "actor": actor, "evidence": said}]})
+
+
+def _small_study(root: Path, n: int = 6) -> Path:
+    import asyncio
+
+    from annotation.deception.annotate import annotate_runs
+
+    rng = random.Random(11)
+    for i in range(n):
+        spec = {"memory": "window" if i % 2 else "semantic", "planning": "reactive"}
+        random_game(root / f"g{i:02d}", rng, seed=i // 2, spec=spec, model="fake:m")
+    judge = make_judge("fake:judge", script=_quoting_judge)
+    totals = asyncio.run(annotate_runs([root], judge, progress=False))
+    assert totals.accepted > 0
+    return root
+
+
+def test_findings_kept_as_emitted_are_counted_both_ways(tmp_path: Path) -> None:
+    """A judge whose findings are kept as emitted (`accepted`) with the grounded filters'
+    verdict in `filter_ok`: the atom counts give both, and StudyData has both."""
+    from annotation.report.analysis import analyze, build_study, load_dataset
+
+    root = _small_study(tmp_path / "runs")
+    for i, run in enumerate(sorted(root.glob("g*"))):
+        lines = [json.loads(x) for x in (run / "annotations.jsonl").read_text().splitlines()]
+        for row in lines:
+            if row["kind"] == "header":
+                row["judge_profiles"] = {"judge:fake:judge": "reference"}
+            elif i == 0 and row["kind"] == "finding" and row["source"].startswith("judge"):
+                row["accepted"] = True  # kept as emitted; the filters would drop it
+                row["filter_ok"], row["filter_reason"] = False, "evidence is not on the lines"
+        (run / "annotations.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    ds = load_dataset([root], progress=False)
+    judge = ds.findings[ds.findings["kind"] == "judge"]
+    assert set(judge["filter_ok"].map(repr)) == {"True", "False"}
+    assert ds.profiles["judge:fake:judge"] == "reference"
+    data = build_study(ds, tmp_path / "o")
+    assert data.counts_source == "judge:fake:judge" and data.counts_filtered is not None
+    assert data.counts["B"].sum() == data.counts_filtered["B"].sum() + 1
+    tables = analyze([root], tmp_path / "out", n_boot=100, progress=False)
+    counts = tables["atom_counts"].set_index(["source", "atom"])
+    row = counts.loc[("judge:fake:judge", "B")]
+    assert row["occurrences"] == row["occurrences_filtered"] + 1
+    assert "occurrences_filtered" in tables["rq1_atoms"].columns
+
+
+def test_a_result_that_raises_is_a_failed_section_and_the_rest_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from annotation.report.analysis import analyze
+    from annotation.report.results import RESULTS, ResultOutput, ResultSpec, StudyData
+
+    def broken(data: StudyData) -> ResultOutput:
+        raise RuntimeError("planted failure")
+
+    monkeypatch.setitem(
+        RESULTS, "test.broken", ResultSpec("test.broken", "A broken result", ("rq1",), broken)
+    )
+    root = _small_study(tmp_path / "runs", n=4)
+    tables = analyze([root], tmp_path / "out", n_boot=100, progress=False)
+    index = tables["results_index"].set_index("result")
+    assert index.at["test.broken", "status"] == "failed"
+    assert "planted failure" in index.at["test.broken", "error"]
+    assert (index.drop(index="test.broken")["status"] == "ok").all()
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "## A broken result (failed)" in md and "RuntimeError: planted failure" in md
+    assert "1 result(s) failed: test.broken" in md
+    assert (tmp_path / "out" / "tables" / "rq1_cell_win_rates.csv").is_file()

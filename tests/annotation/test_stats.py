@@ -284,6 +284,7 @@ def test_wilson_matches_statsmodels_and_never_collapses() -> None:
         iv = stats.wilson(k, n)
         lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
         assert iv.low == pytest.approx(lo) and iv.high == pytest.approx(hi)
+        assert iv.low is not None and iv.high is not None
         assert iv.high - iv.low > 0.1  # a real interval, not [0, 0]
     zero = stats.rate_interval([0.0, 0.0, 0.0, 0.0])
     assert zero.value == 0.0 and zero.low == 0.0
@@ -307,7 +308,8 @@ def test_rate_interval_widens_by_the_design_effect() -> None:
     lo, hi = proportion_confint(p * n / deff, n / deff, method="wilson")
     assert iv.low == pytest.approx(lo) and iv.high == pytest.approx(hi)
     plain = stats.rate_interval(values)
-    assert (iv.high - iv.low) > 1.8 * (plain.high - plain.low)
+    assert None not in (iv.low, iv.high, plain.low, plain.high)
+    assert (iv.high - iv.low) > 1.8 * (plain.high - plain.low)  # type: ignore[operator]
 
 
 def test_arm_sizes_zero_of_four_is_a_real_interval() -> None:
@@ -380,7 +382,9 @@ def test_axis_marginals_z_test_and_mcnemar() -> None:
     z = (p1 - p0) / math.sqrt(pooled * (1 - pooled) * (1 / len(sub) + 1 / len(ref)))
     assert row["z"] == pytest.approx(z)
     assert row["p_two_sided"] == pytest.approx(2 * st.norm.sf(abs(z)))
-    assert row["p_one_sided"] == pytest.approx(st.norm.sf(z))
+    # the paper pre-registered window > semantic: semantic is tested for a lower rate
+    assert row["alternative"] == "smaller"
+    assert row["p_one_sided"] == pytest.approx(st.norm.cdf(z))
     assert row["delta"] == pytest.approx(p1 - p0)
     assert row["ci_low"] <= row["win_rate"] <= row["ci_high"]
     # seeds pair games across memory levels with the other axis and models equal
@@ -518,3 +522,51 @@ def test_design_clusters() -> None:
     assert stats.design_clusters(single).by == "game"
     forced = paired.assign(cluster=["x", "x", "x", "y"])
     assert stats.design_clusters(forced).by == "cluster column"
+
+
+# ------------------------------------------------------------- pre-set directions
+def test_preset_directions_are_the_papers_preregistered_ones() -> None:
+    """window > semantic memory, hierarchical > reactive planning, reflection on > off
+    (one-sided), prompt style two-sided; a merged crew corner has no direction."""
+    assert stats.preset_alternative("impostor.memory", "semantic", "window") == "smaller"
+    assert stats.preset_alternative("impostor.memory", "window", "semantic") == "larger"
+    assert stats.preset_alternative("impostor.memory") == "smaller"  # semantic vs window
+    assert stats.preset_alternative("impostor.planning", "hierarchical", "reactive") == "larger"
+    assert stats.preset_alternative("impostor.reflection", "on", "off") == "larger"
+    assert stats.preset_alternative("impostor.prompt", "deterministic", "minimal") == "two-sided"
+    assert stats.preset_alternative("crew.memory+planning") == "two-sided"
+    assert stats.preset_alternative("impostor.state", "privileged", "ego") == "larger"
+    g = _axis_games(30, 60, 40, 60, "impostor.memory", "semantic", "window")
+    row = stats.axis_marginals(g).set_index("level").loc["semantic"]
+    _, p1 = proportions_ztest([30, 40], [60, 60], alternative="smaller")
+    assert row["alternative"] == "smaller" and row["p_one_sided"] == pytest.approx(p1)
+    g = _axis_games(30, 60, 40, 60, "impostor.prompt", "deterministic", "minimal")
+    row = stats.axis_marginals(g).set_index("level").loc["deterministic"]
+    assert row["alternative"] == "two-sided" and math.isnan(row["p_one_sided"])
+    assert row["p_two_sided"] == pytest.approx(proportions_ztest([30, 40], [60, 60])[1])
+
+
+# ------------------------------------------------------------- a scripted control arm
+def test_a_control_arm_with_null_axes_is_left_out_not_a_crash() -> None:
+    """A `control: true` arm plays scripted agents: its ARIA axes are null (a missing
+    value in pandas' string columns). Sorting levels once compared str with float."""
+    n = 40
+    g = pd.DataFrame(
+        {
+            "game_id": [f"g{i}" for i in range(n + 4)],
+            "impostor_win": [int(i % 4 < 2) for i in range(n)] + [1, 0, 1, 1],
+            "seed": list(range(n)) + [0, 1, 2, 3],
+            "impostor_model": ["fake"] * n + ["scripted"] * 4,
+            "crew_model": ["fake"] * n + ["scripted"] * 4,
+            "impostor.planning": pd.array(
+                ["reactive", "hierarchical"] * (n // 2) + [None] * 4, dtype="str"
+            ),
+        }
+    )
+    logit = stats.logistic_all_axes(g)
+    assert logit["error"].eq("").all(), logit["error"].iloc[0]
+    assert logit["n_games"].iloc[0] == n
+    assert "4 game(s) lack these columns" in logit["warning"].iloc[0]
+    marg = stats.axis_marginals(g).set_index("level")
+    assert set(marg.index) == {"reactive", "hierarchical"}
+    assert marg["n_games"].sum() == n
