@@ -15,7 +15,11 @@ frame (when frames are on), the state-view text (`controller.views.Knowledge`, `
 by default), the eight decision modules with the action mask (what the rules allow
 now, as far as the seat may know: `mineamongus.spaces.Codec.mask`), the pickers of
 each module's argument (target, body, station, room), the chat with a text box for
-the seat's line, and the ballot.
+the seat's line, and the ballot. Beside them, a top-down map of the ship (its rooms,
+corridors and emergency button: the map every player is given) with the seat's own
+position and facing, and the seat's own task list (each task's station, room and
+whether it is done, from the seat's observation; an impostor is given none, so it
+sees none). No other player's position or role is on the map.
 
 The step loop waits for the person as it waits for a model: `decide` returns when the
 page answers. A person's answer becomes the seat's decision through the same code an
@@ -60,6 +64,7 @@ if TYPE_CHECKING:
     from controller.views import Knowledge
     from mineamongus.spaces import Codec
     from world.geometry import ShipGeometry
+    from world.spec import MapSpec
 
 log = logging.getLogger(__name__)
 
@@ -140,11 +145,20 @@ class Desk:
         spec: Written beside every decision (`{"state": ...}`).
     """
 
-    def __init__(self, seat: str, timeout_s: float | None, spec: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        seat: str,
+        timeout_s: float | None,
+        spec: dict[str, Any],
+        sketch: dict[str, Any] | None = None,
+    ) -> None:
         self.seat = seat
         self.timeout_s = timeout_s
         self.spec = spec
+        self.sketch: dict[str, Any] = dict(sketch or {})
+        """The map the page draws (`map_sketch`); empty when none was given."""
         self.role = ""
+        self._place: dict[str, Any] | None = None
         self.teammates: list[str] = []
         self._lock = threading.Lock()
         self._current: Question | None = None
@@ -161,13 +175,19 @@ class Desk:
         codec: Codec,
         payload: dict[str, Any],
         jpeg: bytes | None,
+        place: dict[str, Any] | None = None,
     ) -> Question:
-        """Open a question (on the game's event loop); the page shows it from now on."""
+        """Open a question (on the game's event loop); the page shows it from now on.
+
+        `place` is where the seat stands and its own tasks (`seat_place`), drawn on
+        the page's map until the next question."""
         loop = asyncio.get_running_loop()
         with self._lock:
             self._count += 1
             self.role = known.role
             self.teammates = list(known.teammates)
+            if place is not None:
+                self._place = dict(place)
             for entry in known.chat:
                 self._chat[entry.index] = {
                     "index": entry.index,
@@ -238,6 +258,7 @@ class Desk:
                 "last": self._last,
                 "result": self._result,
                 "timeout_s": self.timeout_s,
+                "place": self._place,
             }
 
     def frame(self, qid: int) -> bytes | None:
@@ -351,6 +372,11 @@ def seat_app(desk: Desk, token: str, port: int) -> Starlette:
             return JSONResponse(denied, status_code=403)
         return JSONResponse(desk.state(), headers={"Cache-Control": "no-store"})
 
+    async def ship(request: Request) -> Response:
+        if not allowed(request):
+            return JSONResponse(denied, status_code=403)
+        return JSONResponse(desk.sketch)
+
     async def frame(request: Request) -> Response:
         if not allowed(request):
             return JSONResponse(denied, status_code=403)
@@ -380,6 +406,7 @@ def seat_app(desk: Desk, token: str, port: int) -> Starlette:
         routes=[
             Route("/", page),
             Route("/api/state", state),
+            Route("/api/map", ship),
             Route("/api/frame/{qid:int}", frame),
             Route("/api/act", act, methods=["POST"]),
         ],
@@ -472,6 +499,46 @@ def write_private(path: Path, text: str) -> None:
         fh.write(text)
 
 
+# ---------------------------------------------------------------------- the map
+def map_sketch(spec: MapSpec) -> dict[str, Any]:
+    """The ship as the seat's page draws it: rooms, corridors, the emergency button and
+    the meeting room, in block coordinates (`x` east, `z` south). What every player is
+    given; no station, no player."""
+    return {
+        "name": spec.name,
+        "rooms": [{"name": r.name, "rect": r.rect.model_dump()} for r in spec.rooms],
+        "corridors": [{"name": c.name, "rect": c.rect.model_dump()} for c in spec.corridors],
+        "button": list(spec.emergency_button),
+        "meeting_room": spec.meeting_room,
+    }
+
+
+def seat_place(known: Observation, geometry: ShipGeometry) -> dict[str, Any]:
+    """Where the seat stands (position, facing, room) and its own tasks, each with its
+    station's name, room and cell and whether it is done: only what the seat's own
+    observation holds. An impostor's observation lists no task, so neither does this.
+    """
+    names = {s.id: s.name for s in geometry.spec.stations}
+    done = set(known.tasks_done)
+    return {
+        # As observed (the view's text rounds the same numbers: no second rounding).
+        "pos": [float(v) for v in known.pos],
+        "yaw": round(float(known.yaw), 1),
+        "room": known.room,
+        "ghost": known.ghost,
+        "tasks": [
+            {
+                "station": s,
+                "name": names.get(s, f"station {s}"),
+                "room": geometry.station_room(s),
+                "cell": list(geometry.station_cell(s)),
+                "done": s in done,
+            }
+            for s in known.tasks
+        ],
+    }
+
+
 # ---------------------------------------------------------------------- the agent
 def _options(labels: list[str], allowed: Any) -> list[dict[str, Any]]:
     return [
@@ -514,7 +581,7 @@ class HumanAgent:
         self.run_dir = run_dir
         self.knowledge: Knowledge = Knowledge(args.state, geometry, ego_range=rules.vision_radius)
         self._codec: Codec | None = None
-        self.desk = Desk(agent_id, args.timeout_s, {"state": args.state})
+        self.desk = Desk(agent_id, args.timeout_s, {"state": args.state}, map_sketch(geometry.spec))
         self.server = SeatServer(self.desk, port, where)
         self.url = self.server.url
         self._stopped = threading.Event()
@@ -590,7 +657,14 @@ class HumanAgent:
         text = self.knowledge.view(known).to_text()
         codec = self.codec(obs)
         jpeg = obs.jpeg
-        q = self.desk.ask(known, text, codec, self._payload(known, text, codec, jpeg), jpeg)
+        q = self.desk.ask(
+            known,
+            text,
+            codec,
+            self._payload(known, text, codec, jpeg),
+            jpeg,
+            seat_place(known, self.geometry),
+        )
         try:
             await asyncio.wait({q.wake}, timeout=self.args.timeout_s)
         finally:
@@ -679,8 +753,10 @@ __all__ = [
     "HumanKind",
     "HumanSeatError",
     "SeatServer",
+    "map_sketch",
     "register_kinds",
     "seat_app",
+    "seat_place",
     "seat_refusal",
     "seat_url_path",
     "write_private",

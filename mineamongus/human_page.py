@@ -2,7 +2,9 @@
 
 It polls `GET /api/state` (what the seat's state view allows: the frame, the view
 text, the modules with the action mask, each argument's options, the chat, the last
-answer's outcome) and answers with `POST /api/act {"question": ID, "action": {...}}`,
+answer's outcome, and `place`: the seat's own position and task list), reads the
+ship's map once from `GET /api/map`, and answers with
+`POST /api/act {"question": ID, "action": {...}}`,
 the action in the environment's form (`mineamongus.spaces`), sent as JSON from the
 page's own origin with the token in the `X-Seat-Token` header, as the seat's server
 requires. Every text the game supplies is set as text, never as markup (players type
@@ -12,8 +14,11 @@ string so that the wheel carries it without a package-data entry.
 Element ids a test (or a person's own tooling) can rely on: `#modules
 button[data-module=MOVE]`, the pickers `#target`, `#body`, `#station`, `#room`, the
 line `#text`, the ballot `#ballot button[data-vote=N]`, `#send`, `#last`, `#chat`,
-`#view`, `#frame`; `body` carries `data-ready`, `data-status` (`asking`, `waiting`,
-`over`, `closed`), `data-question`, `data-phase` and `data-step`.
+`#view`, `#frame`; the map `#map` (rooms `.room[data-room]`, the seat `#me` with
+`data-x`, `data-z` and `data-room`, its tasks `.task[data-station][data-done]`) and the
+task list `#tasks li[data-station][data-done]` with `#tasks-note`; `body` carries
+`data-ready`, `data-status` (`asking`, `waiting`, `over`, `closed`), `data-question`,
+`data-phase`, `data-step` and `data-map` (`1` once the map is drawn).
 """
 
 from __future__ import annotations
@@ -56,6 +61,24 @@ PAGE = r"""<!doctype html>
   #chat li { padding: .15em .5em; }
   #chat li.server { color: #9ecbff; font-style: italic; }
   h2 { font-size: 1em; margin: 1em 0 .3em; }
+  #where { display: grid; grid-template-columns: 420px 1fr; gap: .8em; align-items: start; }
+  #map { width: 420px; height: 300px; background: #0e0f12; display: block; }
+  #map .room { fill: #2c3e50; stroke: #7f8c8d; stroke-width: .3; }
+  #map .corridor { fill: #34495e; }
+  #map .room.here { fill: #3d5a78; }
+  #map .room-label { fill: #bdc3c7; font-size: 1.6px; text-anchor: middle; }
+  #map .button { fill: #e74c3c; }
+  #map .task { fill: #ffd54a; stroke: #000; stroke-width: .15; }
+  #map .task[data-done="1"] { fill: #2ecc71; opacity: .55; }
+  #map .task-label { fill: #fff; font-size: 1.3px; text-anchor: middle; }
+  #map #me { stroke: #fff; stroke-width: .35; }
+  #map .facing { stroke: #fff; stroke-width: .4; }
+  #tasks { list-style: none; padding: 0; margin: 0; background: #1d2027; }
+  #tasks li { padding: .15em .5em; }
+  #tasks li[data-done="1"] { color: #7f8c8d; text-decoration: line-through; }
+  #tasks li::before { content: "\25A1  "; }
+  #tasks li[data-done="1"]::before { content: "\2713  "; color: #2ecc71; }
+  #tasks-note { color: #b8c0cc; margin: .3em 0; }
 </style>
 </head>
 <body data-ready="0" data-status="" data-question="" data-phase="" data-step="">
@@ -67,6 +90,15 @@ PAGE = r"""<!doctype html>
 <main>
   <section>
     <img id="frame" alt="first-person view" hidden>
+    <h2>Map <span id="here"></span></h2>
+    <div id="where">
+      <svg id="map" xmlns="http://www.w3.org/2000/svg" aria-label="map of the ship"></svg>
+      <div>
+        <h2 style="margin-top:0">Your tasks</h2>
+        <p id="tasks-note"></p>
+        <ul id="tasks"></ul>
+      </div>
+    </div>
     <h2>What you know</h2>
     <pre id="view"></pre>
   </section>
@@ -98,6 +130,13 @@ let chosen = null;    // the chosen module
 let ballot = null;    // the chosen ballot value
 let chatCount = -1;
 const sent = new Set();  // questions answered from this page
+let ship = null;         // the map (GET /api/map), once
+let placeShown = "";     // the place drawn last (as JSON)
+const SVGNS = "http://www.w3.org/2000/svg";
+const COLOURS = {
+  red: "#d32f2f", blue: "#1e5cff", green: "#1b8a3a", pink: "#f06fb0",
+  orange: "#f57c00", yellow: "#f5d000", black: "#3a3a3a", white: "#f5f5f5"
+};
 
 // Same-origin only, the token in a header, answers as JSON: the seat's server refuses
 // anything else (mineamongus.human.seat_refusal).
@@ -225,6 +264,88 @@ function showChat(lines) {
   list.scrollTop = list.scrollHeight;
 }
 
+function svg(tag, attrs, parent) {
+  const el = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  if (parent) parent.appendChild(el);
+  return el;
+}
+
+// The ship from above: rooms, corridors and the button (x east, z down the page).
+function drawShip(m) {
+  const el = $("map");
+  el.replaceChildren();
+  if (!m.rooms || !m.rooms.length) return;
+  let x0 = Infinity, z0 = Infinity, x1 = -Infinity, z1 = -Infinity;
+  for (const r of [...m.rooms, ...m.corridors]) {
+    x0 = Math.min(x0, r.rect.x0); z0 = Math.min(z0, r.rect.z0);
+    x1 = Math.max(x1, r.rect.x1 + 1); z1 = Math.max(z1, r.rect.z1 + 1);
+  }
+  el.setAttribute("viewBox", `${x0 - 2} ${z0 - 2} ${x1 - x0 + 4} ${z1 - z0 + 4}`);
+  const box = (r) => ({ x: r.x0, y: r.z0, width: r.x1 - r.x0 + 1, height: r.z1 - r.z0 + 1 });
+  for (const c of m.corridors) svg("rect", { class: "corridor", ...box(c.rect) }, el);
+  for (const r of m.rooms) {
+    svg("rect", { class: "room", "data-room": r.name, ...box(r.rect) }, el);
+    const t = svg("text", { class: "room-label", x: (r.rect.x0 + r.rect.x1 + 1) / 2,
+                            y: (r.rect.z0 + r.rect.z1 + 1) / 2 }, el);
+    t.textContent = r.name.replaceAll("_", " ");
+  }
+  svg("rect", { class: "button", x: m.button[0] + 0.1, y: m.button[1] + 0.1,
+                width: 0.8, height: 0.8 }, el);
+  svg("g", { id: "map-tasks" }, el);
+  svg("g", { id: "map-me" }, el);
+  document.body.dataset.map = "1";
+}
+
+// The seat's own position and tasks (what its observation holds), on the map and listed.
+function drawPlace(seat, role, p) {
+  const key = JSON.stringify([role, p]);
+  if (!p || !ship || key === placeShown) return;
+  placeShown = key;
+  $("here").textContent = "· you are in " + p.room.replaceAll("_", " ");
+  for (const r of document.querySelectorAll("#map .room")) {
+    r.classList.toggle("here", r.dataset.room === p.room);
+  }
+  const tasks = $("map-tasks");
+  tasks.replaceChildren();
+  const list = $("tasks");
+  list.replaceChildren();
+  for (const t of p.tasks) {
+    const done = t.done ? "1" : "0";
+    svg("rect", { class: "task", "data-station": t.station, "data-done": done,
+                  x: t.cell[0] + 0.1, y: t.cell[1] + 0.1, width: 0.8, height: 0.8 }, tasks);
+    const label = svg("text", { class: "task-label", x: t.cell[0] + 0.5,
+                                y: t.cell[1] - 0.3 }, tasks);
+    label.textContent = String(t.station);
+    const li = document.createElement("li");
+    li.dataset.station = String(t.station);
+    li.dataset.done = done;
+    li.textContent = `${t.name} · station ${t.station} in ${t.room.replaceAll("_", " ")}` +
+      (t.done ? " (done)" : "");
+    list.appendChild(li);
+  }
+  const left = p.tasks.filter((t) => !t.done).length;
+  $("tasks-note").textContent = role === "impostor" && !p.tasks.length
+    ? "Impostors are given no tasks."
+    : p.tasks.length ? `${left} of ${p.tasks.length} to do` : "No tasks.";
+  const me = $("map-me");
+  me.replaceChildren();
+  const [x, , z] = p.pos;
+  const yaw = (p.yaw || 0) * Math.PI / 180;
+  svg("line", { class: "facing", x1: x, y1: z, x2: x - Math.sin(yaw) * 2.2,
+                y2: z + Math.cos(yaw) * 2.2 }, me);
+  const dot = svg("circle", { id: "me", cx: x, cy: z, r: 0.9, fill: COLOURS[seat] || "#888",
+                              "data-x": x, "data-z": z, "data-room": p.room }, me);
+  svg("title", {}, dot).textContent = "you";
+}
+
+async function loadShip() {
+  const [code, m] = await api("/api/map");
+  if (code !== 200) return;
+  ship = m;
+  drawShip(m);
+}
+
 function render(s) {
   document.body.dataset.status = s.status;
   $("who").textContent = cap(s.seat) + (s.role ? ", " + s.role : "") +
@@ -235,6 +356,7 @@ function render(s) {
     last.classList.toggle("refused", Boolean(s.last.refused));
   }
   showChat(s.chat);
+  drawPlace(s.seat, s.role, s.place);
   if (s.status === "over") {
     const r = s.result;
     $("status").textContent = r.status === "ok"
@@ -293,6 +415,7 @@ async function poll() {
       $("status").textContent = s.message;
       document.body.dataset.status = "denied";
     } else {
+      if (ship === null) await loadShip();
       render(s);
     }
     document.body.dataset.ready = "1";

@@ -1,15 +1,25 @@
 """`mineamongus view RUN|STUDY [--port P] [--host H [--allow-remote]] [--labels DIR]`: the
 game viewer (a study folder gets a page listing its games, each opening in the game
-viewer). Who can reach it and what they see: `annotation.viewer.access`."""
+viewer). Who can reach it and what they see: `annotation.viewer.access`.
+
+A game's record that cannot be read (a line that is not JSON, a file that is not text,
+a log cut beside its summary, an empty log no process writes) is refused before
+serving, with the shared reader's error (file, line, fix) and exit status 2; a record
+that turns unreadable while it is served, and each unreadable game of a study, is
+printed once on stderr (and shown in the page). A game still being written is served
+and followed live (`annotation.viewer.record` says how the two are told apart)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.commands import Command, LiveViewer
+
+if TYPE_CHECKING:
+    from annotation.viewer.record import RecordProblem
 
 NAME = "view"
 
@@ -54,6 +64,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve the viewer until Ctrl-C."""
     from annotation.viewer.access import RemoteBindError, check_bind, is_loopback, remote_warning
+    from annotation.viewer.record import record_problem
     from annotation.viewer.server import DEFAULT_PORT, BackgroundViewer, ViewerError, serve
     from annotation.viewer.study import is_study
     from controller.record import has_log
@@ -64,13 +75,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"mineamongus: {exc}", file=sys.stderr)
         return 2
 
-    if not has_log(args.run) and not is_study(args.run):
+    study = is_study(args.run)
+    if not has_log(args.run) and not study:
         print(
             f"mineamongus: neither {args.run}/events.jsonl nor {args.run}/manifest.json "
             "found; give a game's --out folder or a study folder",
             file=sys.stderr,
         )
         return 2
+    if not study and (problem := record_problem(args.run)) is not None:
+        print(f"mineamongus: {problem_line(problem)}", file=sys.stderr)
+        return 2
+
+    def report(problem: RecordProblem) -> None:
+        print(f"mineamongus: {problem_line(problem)}", file=sys.stderr, flush=True)
 
     def started(viewer: BackgroundViewer) -> None:
         if args.port is None and viewer.port != DEFAULT_PORT:
@@ -94,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             fallback=args.port is None,
             on_start=started,
             allow_remote=args.allow_remote,
+            report=report,
         )
     except ViewerError as exc:
         print(f"mineamongus: {exc}", file=sys.stderr)
@@ -105,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(NAME, add_parser, run)
 """The entry point of `view` (group `mineamongus.commands`)."""
+
+
+def problem_line(problem: RecordProblem) -> str:
+    """The terminal's words for a record that cannot be shown."""
+    return f"cannot show this record: {problem.message}"
 
 
 def analyst_line(analyst_url: str) -> str:

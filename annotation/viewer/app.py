@@ -4,14 +4,21 @@ Routes:
     `GET /`                     the page (plain static files, no build step)
     `GET /api/game?analyst=1`   seats, map, every step's positions, trails and bodies
     `GET /api/step/N?analyst=1` one step: frames, decisions, programs, transcript so far
-    `GET /api/live`             server-sent events: `step` whenever the log grows
+    `GET /api/live`             server-sent events: `step` whenever the log grows,
+                                `broken` once the record turns out unreadable
     `GET /api/codebook`         the deception atoms a label may name
     `GET /api/labels`           hand labels saved so far (every annotator)
     `POST /api/labels`          save one label {annotator, atom, step, actor, evidence}
     `GET /run/frames/...`       the frame images of the run folder (nothing else of it)
 
 Without `analyst=1` the API leaves out what no player knew: roles, impostors'
-private narration and the game's result before it is shown.
+private narration, and of the game's end all but the winning side and the ending
+(what every player is shown when it ends).
+
+A record the shared reader refuses (`annotation.viewer.record`: a line that is not
+JSON, a file that is not text, a log cut beside its summary, an empty log nobody
+writes) is shown as its error alone (`problem` in `/api/game`: file, line, fix);
+every other call answers 409 with the same error.
 
 Who may ask (`annotation.viewer.access`): only requests whose `Host` names this server;
 writes only as same-origin JSON. While a person plays a seat of the game and it is not
@@ -26,7 +33,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -39,7 +46,13 @@ from starlette.staticfiles import StaticFiles
 
 from annotation.viewer.access import ANALYST_HEADER, Access, AnalystGrant, LocalGuard
 from annotation.viewer.codebook import atom_letters, codebook
-from annotation.viewer.record import SEALED_MESSAGE, RunRecord, SealedError
+from annotation.viewer.record import (
+    SEALED_MESSAGE,
+    RecordBroken,
+    RecordProblem,
+    RunRecord,
+    SealedError,
+)
 
 STATIC = Path(__file__).parent / "static"
 ANNOTATOR = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
@@ -142,6 +155,7 @@ def create_app(
     labels_dir: Path | None = None,
     study_url: str | None = None,
     access: Access | None = None,
+    report: Callable[[RecordProblem], None] | None = None,
 ) -> Starlette:
     """The viewer for one run folder (finished or still being written).
 
@@ -154,9 +168,12 @@ def create_app(
         access: The Host names it answers and the analyst token (default: loopback
             names on any port, and a fresh token nobody knows, which keeps a live
             human-seat game sealed).
+        report: Called once when the record turns out unreadable (the `view` command
+            prints it); `app.state.watch` looks at the record again, for a caller
+            that watches it with no page open.
     """
     run = Path(run).resolve()
-    record = RunRecord(run)
+    record = RunRecord(run, report)
     labels = Path(labels_dir) if labels_dir is not None else run / "labels"
     access = access if access is not None else Access()
 
@@ -174,11 +191,19 @@ def create_app(
         g = grant(request)
         return JSONResponse({**record.meta(g.analyst, g.unlocked), "study_url": study_url})
 
+    def broken(request: Request) -> Response | None:
+        problem = record.problem_json(grant(request).unlocked)
+        if problem is None:
+            return None
+        return JSONResponse({"error": problem["message"], "problem": problem}, status_code=409)
+
     async def step(request: Request) -> Response:
         g = grant(request)
         try:
             n = int(request.path_params["n"])
             return JSONResponse(record.step(n, g.analyst, g.unlocked))
+        except RecordBroken as exc:
+            return broken(request) or _refused(409, str(exc))
         except SealedError as exc:
             return _refused(403, str(exc))
         except (KeyError, ValueError):
@@ -188,6 +213,8 @@ def create_app(
         rel = str(request.path_params["path"])
         if {p.lower() for p in PurePosixPath(rel).parts} & PRIVATE_FOLDERS:
             return _refused(403, f"{rel} is private (a seat's address is never served)")
+        if (refused := broken(request)) is not None:
+            return refused
         if record.private(grant(request).unlocked):
             return _refused(403, SEALED_MESSAGE)
         path = frame_file(run, rel)
@@ -196,19 +223,28 @@ def create_app(
         return FileResponse(path)
 
     async def live(request: Request) -> Response:
+        unlocked = grant(request).unlocked
+
         async def stream() -> AsyncIterator[str]:
-            seen: tuple[int, int] = (-1, -1)
+            seen: tuple[int, int, bool] = (-1, -1, False)
             over = False
             yield "retry: 1000\n\n"
             while not over:
                 if await request.is_disconnected():
                     return
                 await asyncio.to_thread(record.refresh)
+                problem = record.problem_json(unlocked)
+                if problem is not None:
+                    # The page shows the error; there is nothing more to follow.
+                    yield f"event: broken\ndata: {json.dumps(problem)}\n\n"
+                    return
                 over = record.end is not None
-                now = (record.last_step, len(record.steps))
+                now = (record.last_step, len(record.steps), record.stopped is not None)
                 if now != seen or over:
                     seen = now
-                    payload = json.dumps({"last_step": now[0], "steps": now[1], "over": over})
+                    payload = json.dumps(
+                        {"last_step": now[0], "steps": now[1], "over": over, "stopped": now[2]}
+                    )
                     yield f"event: step\ndata: {payload}\n\n"
                 if not over:
                     await asyncio.sleep(LIVE_POLL_S)
@@ -223,11 +259,15 @@ def create_app(
         return JSONResponse(codebook())
 
     async def get_labels(request: Request) -> Response:
+        if (refused := broken(request)) is not None:
+            return refused
         if record.private(grant(request).unlocked):
             return _refused(403, SEALED_MESSAGE)
         return JSONResponse(read_labels(labels))
 
     async def post_label(request: Request) -> Response:
+        if (refused := broken(request)) is not None:
+            return refused
         if record.private(grant(request).unlocked):
             return _refused(403, SEALED_MESSAGE)
         try:
@@ -258,6 +298,7 @@ def create_app(
     app.state.record = record
     app.state.labels = labels
     app.state.access = access
+    app.state.watch = record.refresh
     return app
 
 

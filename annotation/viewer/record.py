@@ -4,7 +4,25 @@ The viewer reads only the record: `events.jsonl`, `summary.json`, the frames on 
 and (when present) `annotations.jsonl` and `claims.jsonl`. The index is rebuilt
 whenever the log has grown, so the same code serves a finished game and one that is
 still being played. Lines are read as plain JSON (a newer minor revision's fields are
-carried through untouched); a truncated last line is left for the next refresh.
+carried through untouched); a last line still being written waits for the next refresh.
+
+A record that cannot be trusted is never shown around its fault: the viewer asks the
+reading path every tool uses (`controller.record.RunRecord.read`) and keeps its
+`RecordError` (file, line, fix) as the record's `problem`. The rule that tells a
+broken record from a game still being written:
+
+- a complete line that is not a JSON object (a garbage line, a file that is not text)
+  is broken at once, whether or not a process still writes the log;
+- a log with `summary.json` but no `game_end` is broken (it was cut after the game);
+- a log that is empty (or has no `game_start`) is a game still setting up while a
+  process holds it open for writing, or while it changed less than `STALE_S` seconds
+  ago; past that, with no writer, it is broken (`NotAGameLog`);
+- a log with `game_start` but no `game_end` and no summary is a game in progress and
+  is followed live; when no process writes it any more it is shown with a notice
+  (`stopped`): the game was stopped before it ended.
+
+Whether a process holds the log open is read from `/proc` (Linux: processes of this
+user); elsewhere, the newest change in the run folder stands in for it.
 
 A game a person plays (a seat of kind `human`) is *sealed* while it runs: without the
 analyst token (`unlocked`) the record answers no role, no step, no frame and no
@@ -17,12 +35,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from controller.record import LogFollower, log_path
+from controller.events import LogVersionError
+from controller.record import (
+    SUMMARY_FILE,
+    NotAGameLog,
+    RecordError,
+    log_path,
+)
+from controller.record import RunRecord as LogRecord
 from world.spec import MapSpec, MapSpecError, load_map, parse_map
 
 log = logging.getLogger(__name__)
@@ -70,17 +98,302 @@ SEALED_MESSAGE = (
 )
 
 
+STALE_S = 5.0
+"""Seconds a log without `game_start` (or a game's log without `game_end`) may go
+unchanged, with no process holding it open for writing, before the viewer stops
+waiting for it: an empty log is then broken, an unfinished game `stopped`."""
+WRITER_CACHE_S = 2.0
+"""How long one look at who holds a log open is trusted (it scans `/proc`)."""
+FIX_REWRITE = "restore the file from a copy or re-run the game (`mineamongus play --config`)"
+"""The fix named when the viewer finds a fault the shared reader did not (a race)."""
+STOPPED_MESSAGE = (
+    "this game has no game_end and no summary, and no process is writing its log any "
+    "more: it stopped before it ended (its process was killed or crashed); it is shown "
+    "as far as it got"
+)
+ENDINGS = {
+    "impostors_outnumber": "crewmates outnumbered",
+    "impostors_ejected": "all impostors ejected",
+    "tasks_done": "all tasks done",
+    "timeout": "the step limit was reached",
+    "invalid": "the game was declared invalid",
+}
+"""How the banner words each ending (`controller.events.EndingName`)."""
+
+ProblemKind = Literal["broken", "not_a_game", "newer"]
+EXCERPT_PROBLEM = "not a JSON event"
+"""How the shared reader's message for a line that is not JSON begins (an excerpt of
+the line follows in parentheses)."""
+WHY_WITHHELD = "a person may be playing this game; open the analyst address to see it"
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    """Why a record cannot be shown: the shared reader's error, in parts.
+
+    Attributes:
+        kind: `broken` (a line, the text or the summary), `not_a_game` (empty, or no
+            `game_start`), `newer` (a newer schema version).
+        file: The file at fault.
+        line: The line at fault, when one is.
+        problem: What is wrong.
+        fix: What to do about it.
+    """
+
+    kind: ProblemKind
+    file: str
+    line: int | None
+    problem: str
+    fix: str
+
+    @classmethod
+    def of(cls, err: RecordError | LogVersionError, file: Path) -> RecordProblem:
+        """The problem an exception of the shared reader names."""
+        if isinstance(err, RecordError):
+            kind: ProblemKind = "not_a_game" if isinstance(err, NotAGameLog) else "broken"
+            return cls(kind, str(err.file), err.line, err.problem, err.fix)
+        return cls("newer", str(file), None, str(err), "upgrade mineamongus to read it")
+
+    @property
+    def message(self) -> str:
+        """The error as the shared reader words it: `FILE: line N: PROBLEM; FIX`."""
+        where = f"{self.file}: line {self.line}" if self.line is not None else self.file
+        return f"{where}: {self.problem}; {self.fix}"
+
+    def json(self, redact: bool = False) -> dict[str, Any]:
+        """The problem for the page; `redact` leaves out the excerpt of a line that is
+        not JSON, for a game whose secrets are kept (a person may play it): a torn
+        event line can hold the game id, which carries the seed."""
+        shown = self
+        if redact and self.problem.startswith(EXCERPT_PROBLEM):
+            shown = replace(
+                self, problem=f"{EXCERPT_PROBLEM} (its text is withheld: {WHY_WITHHELD})"
+            )
+        return {
+            "kind": shown.kind,
+            "file": shown.file,
+            "line": shown.line,
+            "problem": shown.problem,
+            "fix": shown.fix,
+            "message": shown.message,
+        }
+
+
+class RecordBroken(ValueError):
+    """The record cannot be shown (its `problem` says why)."""
+
+    def __init__(self, problem: RecordProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def check_record(run: Path) -> RecordProblem | None:
+    """What the shared reader refuses in this run folder (an unfinished game is
+    accepted), or None. Reads the whole log as text but decodes only its
+    `game_start` and `game_end` lines (and any line that does not name its kind). A
+    log cut beside its summary, which the reader names no line of, is given its last
+    line (where it was cut)."""
+    path = log_path(run)
+    try:
+        LogRecord.read(run, kinds=(), partial=True)
+    except (RecordError, LogVersionError) as exc:
+        problem = RecordProblem.of(exc, path)
+        if problem.line is None and problem.kind == "broken" and problem.file == str(path):
+            # A log cut beside its summary: name its last line, where it was cut.
+            return replace(problem, line=_line_count(path))
+        return problem
+    except OSError:
+        return None
+    return None
+
+
+def _line_count(path: Path) -> int | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+def log_writers(path: Path) -> bool | None:
+    """Whether a process holds `path` open for writing, read from `/proc` (the
+    processes this user may look into); None where `/proc` cannot tell."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return None
+    try:
+        target = os.path.realpath(path)
+    except OSError:
+        return False
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        fd_dir = f"{entry.path}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{fd_dir}/{fd}") != target:
+                    continue
+                with open(f"{entry.path}/fdinfo/{fd}", encoding="ascii") as fh:
+                    flags = next((int(x.split()[1], 8) for x in fh if x.startswith("flags:")), 0)
+            except (OSError, ValueError, IndexError):
+                continue
+            if flags & (os.O_WRONLY | os.O_RDWR):
+                return True
+    return False
+
+
+def recent_activity(run: Path) -> float:
+    """Seconds since anything in the run folder (or one folder down) last changed."""
+    newest = 0.0
+    try:
+        entries = list(os.scandir(run))
+    except OSError:
+        return float("inf")
+    for e in entries:
+        try:
+            newest = max(newest, e.stat().st_mtime)
+            if e.is_dir() and e.name not in ("frames", "human"):
+                for sub in os.scandir(e.path):
+                    newest = max(newest, sub.stat().st_mtime)
+        except OSError:
+            continue
+    return time.time() - newest
+
+
+def abandoned(run: Path, cache: list[float | bool] | None = None) -> bool:
+    """Whether nothing writes this run's log: it has not changed for `STALE_S`
+    seconds and no process holds it open for writing (where `/proc` cannot tell, the
+    run folder has not changed for `STALE_S` seconds either).
+
+    Args:
+        run: The run folder.
+        cache: `[time, answer]` of the last look at the writers, reused for
+            `WRITER_CACHE_S` seconds (updated in place).
+    """
+    path = log_path(run)
+    try:
+        age = time.time() - path.stat().st_mtime
+    except OSError:
+        return False
+    if age < STALE_S:
+        return False
+    now = time.monotonic()
+    if cache is not None and len(cache) == 2 and now - float(cache[0]) < WRITER_CACHE_S:
+        return bool(cache[1])
+    held = log_writers(path)
+    answer = not held if held is not None else recent_activity(Path(run)) >= STALE_S
+    if cache is not None:
+        cache[:] = [now, answer]
+    return answer
+
+
+def record_problem(run: Path) -> RecordProblem | None:
+    """Why `mineamongus view` cannot show this run folder now, or None (a finished
+    game, or one still being written, which the viewer follows live)."""
+    path = log_path(run)
+    try:
+        empty = path.stat().st_size == 0
+    except OSError:
+        return None
+    if empty and not abandoned(run):
+        return None  # a game setting up: its log is open, game_start comes next
+    problem = check_record(run)
+    if problem is not None and problem.kind == "not_a_game" and not abandoned(run):
+        return None  # its first line is being written
+    return problem
+
+
+def _event(raw: bytes) -> dict[str, Any] | None:
+    """A complete log line as an event object; None when it is not one."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\0" in text:
+        return None
+    try:
+        ev = json.loads(text)
+    except ValueError:
+        return None
+    return ev if isinstance(ev, dict) else None
+
+
+def result_line(end: Mapping[str, Any]) -> str:
+    """The banner's words for a game's end: `Impostors win: crewmates outnumbered`."""
+    ending = str(end.get("ending", ""))
+    how = ENDINGS.get(ending, ending.replace("_", " "))
+    winner = end.get("winner")
+    if end.get("status") == "invalid" or winner not in ("crew", "impostors"):
+        return f"No winner: {how}"
+    return f"{'Impostors win' if winner == 'impostors' else 'Crew wins'}: {how}"
+
+
+class _Lines:
+    """The complete lines a log gained since the last look, numbered as in the file
+    (an unfinished last line waits for the next look)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._size = -1
+        self._offset = 0
+        self._pending = b""
+        self.count = 0
+
+    def poll(self) -> list[tuple[int, bytes]] | None:
+        """New complete lines as (line number, bytes); None when the log is absent or
+        unchanged.
+
+        Raises:
+            _Rewritten: The log is shorter than what was read (it was replaced).
+        """
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return None
+        if size == self._size:
+            return None
+        if size < self._offset:
+            raise _Rewritten(self.path)
+        self._size = size
+        with self.path.open("rb") as fh:
+            fh.seek(self._offset)
+            chunk = fh.read()
+        self._offset += len(chunk)
+        parts = (self._pending + chunk).split(b"\n")
+        self._pending = parts.pop()
+        out = []
+        for raw in parts:
+            self.count += 1
+            out.append((self.count, raw))
+        return out
+
+
+class _Rewritten(RuntimeError):
+    """A log that shrank: a log is only ever appended to, so it was replaced."""
+
+
 class RunRecord:
     """The viewer's index of one run folder.
 
     Args:
         run: The folder `mineamongus play --out` wrote.
+        report: Called once with the record's `problem` when it is first found (the
+            `view` command prints it).
     """
 
-    def __init__(self, run: Path) -> None:
+    def __init__(self, run: Path, report: Callable[[RecordProblem], None] | None = None) -> None:
         self.run = Path(run)
         self._lock = threading.Lock()
-        self._follower = LogFollower(self.run)
+        self._report = report
+        self._clear()
+        self.refresh()
+
+    def _clear(self) -> None:
+        self._lines = _Lines(log_path(self.run))
         self.game: dict[str, Any] = {}
         self.end: dict[str, Any] | None = None
         self.steps: dict[int, StepInfo] = {}
@@ -90,7 +403,12 @@ class RunRecord:
         self.map_spec: MapSpec | None = None
         self.map_error: str | None = None
         """Why the record has no map (its `game_start` names none, or it cannot be read)."""
-        self.refresh()
+        self.problem: RecordProblem | None = None
+        """Why the record cannot be shown (then nothing else of it is)."""
+        self.stopped: str | None = None
+        """Set when an unfinished game's log is written no more (`STOPPED_MESSAGE`)."""
+        self._verified: tuple[int, int, int] | None = None
+        self._writers: list[float | bool] = []
 
     @property
     def events_path(self) -> Path:
@@ -99,14 +417,82 @@ class RunRecord:
 
     # ------------------------------------------------------------------ reading
     def refresh(self) -> bool:
-        """Read what the log gained since the last call; True if anything was new."""
+        """Read what the log gained since the last call; True if anything was new
+        (lines, or a verdict: broken, or stopped)."""
         with self._lock:
-            new = self._follower.poll()
-            if not new:
+            if self.problem is not None:
                 return False
-            for ev in new:
+            try:
+                new = self._lines.poll()
+            except _Rewritten:
+                self._clear()
+                new = self._lines.poll()
+            changed = False
+            for n, raw in new or []:
+                if not raw.strip():
+                    continue
+                ev = _event(raw)
+                if ev is None:
+                    self._fail(n, "not a JSON event object")
+                    return True
+                if not self.game and ev.get("kind") != "game_start":
+                    found = check_record(self.run)
+                    if found is not None:
+                        self._broken(found)
+                        return True
                 self._add(ev)
-            return True
+                changed = True
+            was = self.stopped
+            self._judge()
+            return changed or self.problem is not None or self.stopped != was
+
+    def _fail(self, line: int, problem: str) -> None:
+        """A complete line that is no event: the shared reader's words for it (or ours,
+        should the file have changed under it meanwhile)."""
+        found = check_record(self.run)
+        self._broken(
+            found or RecordProblem("broken", str(self.events_path), line, problem, FIX_REWRITE)
+        )
+
+    def _broken(self, problem: RecordProblem) -> None:
+        self.problem = problem
+        self.stopped = None
+        if self._report is not None:
+            self._report(problem)
+        else:
+            log.warning("%s", problem.message)
+
+    def _judge(self) -> None:
+        """Verify a finished record once (again when it changes); call an empty log
+        nobody writes broken, and an unfinished game nobody writes `stopped`."""
+        try:
+            st = self.events_path.stat()
+        except OSError:
+            return  # not written yet (`play --view` starts before its game)
+        summary = self.run / SUMMARY_FILE
+        if self.end is not None or summary.is_file():
+            self.stopped = None
+            try:
+                sst = summary.stat().st_mtime_ns
+            except OSError:
+                sst = 0
+            key = (st.st_size, st.st_mtime_ns, sst)
+            if key != self._verified:
+                found = check_record(self.run)
+                if found is not None:
+                    self._broken(found)
+                    return
+                self._verified = key
+            return
+        if not abandoned(self.run, self._writers):
+            self.stopped = None
+            return
+        if not self.game:
+            found = check_record(self.run)
+            if found is not None:
+                self._broken(found)
+            return
+        self.stopped = STOPPED_MESSAGE
 
     def _step(self, n: int, phase: str = "free_roam", tick: int = 0) -> StepInfo:
         info = self.steps.get(n)
@@ -238,6 +624,19 @@ class RunRecord:
         with self._lock:
             return not self.game or self._sealed(unlocked)
 
+    def _secret(self, unlocked: bool) -> bool:
+        """Whether a problem's detail is kept from this asker: the game is sealed, or
+        its start cannot be read (so it may be a sealed one)."""
+        return not unlocked and (not self.game or self._sealed(False))
+
+    def problem_json(self, unlocked: bool = False) -> dict[str, Any] | None:
+        """The record's problem as the page shows it (None when it has none)."""
+        self.refresh()
+        with self._lock:
+            if self.problem is None:
+                return None
+            return self.problem.json(redact=self._secret(unlocked))
+
     # ------------------------------------------------------------------ answers
     @property
     def last_step(self) -> int:
@@ -254,9 +653,31 @@ class RunRecord:
         """
         self.refresh()
         with self._lock:
+            if self.problem is not None:
+                return self._broken_meta(self.problem.json(redact=self._secret(unlocked)))
             if self._sealed(unlocked):
                 return self._sealed_meta()
             return self._meta(analyst)
+
+    def _broken_meta(self, problem: dict[str, Any]) -> dict[str, Any]:
+        # Nothing of a record that cannot be trusted is shown beside its fault.
+        return {
+            "game_id": "",
+            "seed": None,
+            "agents": [],
+            "roles": {},
+            "map": {},
+            "steps": [],
+            "last_step": 0,
+            "over": False,
+            "end": None,
+            "result": None,
+            "annotations": [],
+            "claims": [],
+            "sealed": False,
+            "stopped": None,
+            "problem": problem,
+        }
 
     def _sealed_meta(self) -> dict[str, Any]:
         # No game id or seed either: the id carries the seed, and the seed derives the roles.
@@ -270,10 +691,13 @@ class RunRecord:
             "last_step": self.last_step,
             "over": False,
             "end": None,
+            "result": None,
             "annotations": [],
             "claims": [],
             "sealed": True,
             "sealed_message": SEALED_MESSAGE,
+            "stopped": self.stopped,
+            "problem": None,
         }
 
     def _meta(self, analyst: bool) -> dict[str, Any]:
@@ -303,10 +727,29 @@ class RunRecord:
             "last_step": self.last_step,
             "over": self.end is not None,
             "end": self.end if self.end is None or analyst else _public_end(self.end),
+            "result": self._result(analyst),
             "annotations": self._annotations(),
             "claims": self._claims(),
             "sealed": False,
+            "stopped": self.stopped,
+            "problem": None,
         }
+
+    def _result(self, analyst: bool) -> dict[str, Any] | None:
+        """The banner of an ended game: the winning side and the ending for everyone
+        (what every player is shown when a game ends); the impostors' names and an
+        invalid game's reason only for the analyst."""
+        end = self.end
+        if end is None:
+            return None
+        out: dict[str, Any] = {**_public_end(end), "headline": result_line(end)}
+        if analyst:
+            roles = self.game.get("roles", {})
+            out["impostors"] = [
+                a for a in self.game.get("agents", []) if roles.get(a) == "impostor"
+            ]
+            out["reason"] = end.get("reason", "")
+        return out
 
     def step(self, n: int, analyst: bool, unlocked: bool = False) -> dict[str, Any]:
         """Everything about one step: frames, decisions, outcomes and the transcript.
@@ -314,9 +757,12 @@ class RunRecord:
         Raises:
             KeyError: No such step.
             SealedError: A person plays this game, it is live, and `unlocked` is False.
+            RecordBroken: The record cannot be shown (`problem`).
         """
         self.refresh()
         with self._lock:
+            if self.problem is not None:
+                raise RecordBroken(self.problem)
             if self._sealed(unlocked):
                 raise SealedError(SEALED_MESSAGE)
             return self._step_json(n, analyst)
@@ -406,4 +852,19 @@ def _public_end(end: dict[str, Any]) -> dict[str, Any]:
     return {k: end[k] for k in ("winner", "ending", "status", "step") if k in end}
 
 
-__all__ = ["SEALED_MESSAGE", "RunRecord", "SealedError", "StepInfo"]
+__all__ = [
+    "ENDINGS",
+    "SEALED_MESSAGE",
+    "STALE_S",
+    "STOPPED_MESSAGE",
+    "RecordBroken",
+    "RecordProblem",
+    "RunRecord",
+    "SealedError",
+    "StepInfo",
+    "abandoned",
+    "check_record",
+    "log_writers",
+    "record_problem",
+    "result_line",
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import socket
 import threading
 import time
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
+from starlette.applications import Starlette
 
 from annotation.viewer.access import (
     Access,
@@ -21,7 +23,10 @@ from annotation.viewer.access import (
     new_token,
 )
 from annotation.viewer.app import create_app
+from annotation.viewer.record import RecordProblem
 from annotation.viewer.study import create_study_app, is_study
+
+log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 """Loopback only unless asked otherwise: the page shows every agent's private record."""
@@ -33,6 +38,8 @@ class ViewerError(RuntimeError):
 
 DEFAULT_PORT = 8765
 """The port `mineamongus view` tries first."""
+WATCH_S = 1.0
+"""How often a viewer with a `report` looks at its record with no page open."""
 
 
 def free_port(host: str = DEFAULT_HOST) -> int:
@@ -86,17 +93,33 @@ def listen(
     return sock
 
 
-def _config(run: Path, host: str, port: int, labels: Path | None, token: str) -> uvicorn.Config:
+Report = Callable[[RecordProblem], None]
+"""Told once about each record that turns out unreadable (`view` prints it)."""
+
+
+def _app(
+    run: Path, host: str, port: int, labels: Path | None, token: str, report: Report | None
+) -> Starlette:
     if not Path(run).is_dir():
         raise ViewerError(f"{run} is not a folder; give the --out folder of a game or a study")
     access = Access(HostPolicy.for_bind(host, port), token)
     # A study folder (a tournament's --out) gets the page listing its games.
-    app = (
-        create_study_app(Path(run), labels, access)
+    return (
+        create_study_app(Path(run), labels, access, report)
         if is_study(run)
-        else create_app(Path(run), labels, access=access)
+        else create_app(Path(run), labels, access=access, report=report)
     )
-    return uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+
+
+def _watch(look: Callable[[], object], server: uvicorn.Server, thread: threading.Thread) -> None:
+    """Look at the record every `WATCH_S` while the server runs, so that a record
+    turning unreadable is reported with no page open."""
+    while thread.is_alive() and not server.should_exit:
+        thread.join(timeout=WATCH_S)
+        try:
+            look()
+        except Exception:  # noqa: BLE001 - the page reports the same error; keep watching
+            log.exception("the viewer could not look at its record")
 
 
 @dataclass
@@ -143,6 +166,7 @@ def start_background(
     fallback: bool = False,
     allow_remote: bool = False,
     analyst_token: str | None = None,
+    report: Report | None = None,
 ) -> BackgroundViewer:
     """Serve the viewer from a daemon thread; return once it accepts connections.
 
@@ -160,6 +184,8 @@ def start_background(
             read every private record).
         analyst_token: The token that opens a live human-seat game (default: a fresh
             one, in the returned viewer's `analyst_token`).
+        report: Told once about each record that turns out unreadable; with it, a
+            thread looks at the record every `WATCH_S` seconds even with no page open.
 
     Raises:
         ViewerError: `host` is not loopback (without `allow_remote`), `port` is taken
@@ -174,7 +200,10 @@ def start_background(
     sock = listen(host, port, fallback)
     bound = int(sock.getsockname()[1])
     try:
-        server = uvicorn.Server(_config(run, host, bound, labels, token))
+        app = _app(run, host, bound, labels, token, report)
+        server = uvicorn.Server(
+            uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="off")
+        )
     except BaseException:
         sock.close()
         raise
@@ -194,6 +223,12 @@ def start_background(
             server.should_exit = True
             raise ViewerError(f"the viewer could not start on {host}:{bound}")
         time.sleep(0.02)
+    if report is not None:
+        # A record already unreadable is reported before the address is printed.
+        app.state.watch()
+        threading.Thread(
+            target=_watch, args=(app.state.watch, server, thread), name="viewer-watch", daemon=True
+        ).start()
     shown = f"[{host}]" if ":" in host else host
     return BackgroundViewer(
         url=f"http://{shown}:{bound}/",
@@ -212,13 +247,17 @@ def serve(
     fallback: bool = False,
     on_start: Callable[[BackgroundViewer], None] | None = None,
     allow_remote: bool = False,
+    report: Report | None = None,
 ) -> None:
     """Serve the viewer of a game or of a study folder until interrupted (Ctrl-C).
 
     `on_start` is called with the running viewer (its address) before serving;
-    `allow_remote` permits a non-loopback `host` (see `start_background`).
+    `allow_remote` permits a non-loopback `host`, and `report` is told about records
+    that turn out unreadable (see `start_background`).
     """
-    viewer = start_background(run, host, port, labels, fallback, allow_remote=allow_remote)
+    viewer = start_background(
+        run, host, port, labels, fallback, allow_remote=allow_remote, report=report
+    )
     try:
         if on_start is not None:
             on_start(viewer)

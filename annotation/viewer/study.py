@@ -10,17 +10,22 @@ Routes:
 
 Like the game viewer it only reads: the study's `manifest.json` (which the runner
 replaces atomically) and the tail of each game's `events.jsonl`. Only attempt folders
-the manifest names are served. The same rules as the game viewer's apply
-(`annotation.viewer.access`): its own Host names only, same-origin JSON writes, and one
-analyst token for every game of the study.
+the manifest names are served. A game whose record cannot be read is listed with its
+error (`problem`: file, line, fix; each record is read whole once, and again when it
+changes, a few per update of the list) and its page shows that error; the other games
+are unaffected. The same rules as the game viewer's apply (`annotation.viewer.access`):
+its own Host names only, same-origin JSON writes, and one analyst token for every game
+of the study.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +45,17 @@ from starlette.types import Receive, Scope, Send
 
 from annotation.viewer.access import Access, LocalGuard
 from annotation.viewer.app import STATIC, create_app
-from controller.record import log_path, log_progress
+from annotation.viewer.record import RecordProblem, record_problem
+from controller.record import SUMMARY_FILE, log_path, log_progress
 from controller.tournament.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 
 LIVE_POLL_S = 1.0
 """How often the study stream looks at the manifest and the running games' logs."""
+CHECK_BUDGET_S = 0.05
+"""Seconds one look at the study may spend reading records whole (the rest wait for
+the next look)."""
+RECHECK_S = 5.0
+"""How often a game still being written is read whole again."""
 
 
 class StudyRecord:
@@ -52,13 +63,74 @@ class StudyRecord:
 
     Args:
         study: The folder `mineamongus tournament --out` writes.
+        report: Called once for each game whose record turns out unreadable.
     """
 
-    def __init__(self, study: Path) -> None:
+    def __init__(self, study: Path, report: Callable[[RecordProblem], None] | None = None) -> None:
         self.study = Path(study).resolve()
         self._lock = threading.Lock()
         self._progress: dict[str, tuple[tuple[int, int], tuple[int | None, bool]]] = {}
         self._manifest: tuple[tuple[int, int, int], Manifest | None] | None = None
+        self._problems: dict[str, tuple[tuple[int, int, int], RecordProblem | None, float]] = {}
+        self._found: dict[str, RecordProblem] = {}
+        """Problems the games' own pages found (before the list came to read them)."""
+        self._report = report
+        self._reported: set[str] = set()
+
+    def found(self, run: str, problem: RecordProblem) -> None:
+        """A game's own viewer found its record unreadable: list it so."""
+        with self._lock:
+            self._found[run] = problem
+        self._tell(run, problem)
+
+    def _tell(self, run: str, problem: RecordProblem) -> None:
+        with self._lock:
+            if run in self._reported:
+                return
+            self._reported.add(run)
+        if self._report is not None:
+            self._report(problem)
+
+    def problem_of(self, run: str, deadline: float | None = None) -> RecordProblem | None:
+        """Why a game's record cannot be read (None: it can, or it is not written yet).
+
+        The whole record is read (`record_problem`), again only when its log or summary
+        has changed, and for a game still being written at most every `RECHECK_S`
+        seconds. Past `deadline` (`time.monotonic`), a game not yet read keeps its last
+        verdict until a later call: a study of a thousand games is read over a few
+        updates of its list, never in one.
+        """
+        with self._lock:
+            found = self._found.get(run)
+            cached = self._problems.get(run)
+        if found is not None:
+            return found
+        folder = self.study / run
+        try:
+            st = log_path(folder).stat()
+        except OSError:
+            return None
+        try:
+            summary = (folder / SUMMARY_FILE).stat().st_mtime_ns
+        except OSError:
+            summary = 0
+        key = (st.st_size, st.st_mtime_ns, summary)
+        now = time.monotonic()
+        if cached is not None:
+            (was, problem, when) = cached
+            # An empty log is looked at again: it turns broken with time alone.
+            fresh = was == key and (st.st_size > 0 or problem is not None)
+            growing = not summary and now - when < RECHECK_S
+            if fresh or growing or (deadline is not None and now > deadline):
+                return problem
+        elif deadline is not None and now > deadline:
+            return None
+        problem = record_problem(folder)
+        with self._lock:
+            self._problems[run] = (key, problem, now)
+        if problem is not None:
+            self._tell(run, problem)
+        return problem
 
     def manifest(self) -> Manifest | None:
         """The study's manifest, read again only when the file has changed (the runner
@@ -121,9 +193,11 @@ class StudyRecord:
                 "counts": {},
             }
         games = []
+        deadline = time.monotonic() + CHECK_BUDGET_S
         for e in manifest.entries():
             run = e.run
             step, over = self._progress_of(run) if run else (None, False)
+            problem = self.problem_of(run, deadline) if run else None
             attempt = e.attempts[-1] if e.attempts else None
             games.append(
                 {
@@ -137,6 +211,8 @@ class StudyRecord:
                     "step": step,
                     "over": over,
                     "reason": attempt.reason if attempt else "",
+                    # Without the line's excerpt: the list is for annotators too.
+                    "problem": problem.json(redact=True) if problem is not None else None,
                 }
             )
         return {
@@ -165,7 +241,13 @@ class _Games:
             mount = self._mounts.get(run)
             if mount is None:
                 labels = self.labels_root / run if self.labels_root is not None else None
-                app = create_app(self.record.study / run, labels, study_url="/", access=self.access)
+                app = create_app(
+                    self.record.study / run,
+                    labels,
+                    study_url="/",
+                    access=self.access,
+                    report=functools.partial(self.record.found, run),
+                )
                 mount = Mount(f"/{run}", app=app)
                 self._mounts[run] = mount
             return mount
@@ -193,7 +275,10 @@ class _Games:
 
 
 def create_study_app(
-    study: Path, labels_root: Path | None = None, access: Access | None = None
+    study: Path,
+    labels_root: Path | None = None,
+    access: Access | None = None,
+    report: Callable[[RecordProblem], None] | None = None,
 ) -> Starlette:
     """The viewer of a study folder (finished or still being run).
 
@@ -203,9 +288,12 @@ def create_study_app(
             (default each game's own `RUN/labels/`).
         access: The Host names it answers and the analyst token of all its games
             (default: loopback names on any port, and a fresh token nobody knows).
+        report: Called once for each game whose record turns out unreadable;
+            `app.state.watch` looks at the study again, for a caller that watches it
+            with no page open.
     """
     access = access if access is not None else Access()
-    record = StudyRecord(study)
+    record = StudyRecord(study, report)
     games = _Games(record, labels_root, access)
 
     async def index(_request: Request) -> Response:
@@ -243,6 +331,7 @@ def create_study_app(
     app = Starlette(routes=routes, middleware=[Middleware(LocalGuard, policy=access.hosts)])
     app.state.record = record
     app.state.access = access
+    app.state.watch = record.snapshot
     return app
 
 

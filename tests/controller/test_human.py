@@ -152,12 +152,15 @@ def test_the_pages_answers_are_the_seats_decisions(tmp_path: Path) -> None:
     assert seat.url.startswith("http://127.0.0.1:")
     assert seat.call("api/state", token="wrong")[0] == 403
     sent: list[tuple[int, dict[str, Any]]] = []
+    places: list[tuple[int, dict[str, Any]]] = []
     last, phases = 0, set()
     refused = False
     while (q := seat.question(last, game)) is not None:
         last = q["id"]
         phases.add(q["phase"])
         allowed = _allowed(q)
+        # Where the page draws the seat and its tasks while this question is open.
+        places.append((q["step"], seat.call("api/state")[1]["place"]))
         if q["phase"] == "free_roam" and q["frame"]:
             with urllib.request.urlopen(
                 f"{seat.base}api/frame/{q['id']}?token={seat.token}", timeout=10
@@ -205,6 +208,20 @@ def test_the_pages_answers_are_the_seats_decisions(tmp_path: Path) -> None:
     )
     vote = next(d for d in decisions if d["phase"] == "voting" and d["module"] == "VOTE")
     assert vote["vote"] == "skip" and vote["valid"]
+    # The map's place is the seat's own: where its view said it stood, its own tasks
+    # (the game's list for red) and those it had done before the step.
+    own = events[0]["tasks"]["red"]
+    assert own, "red plays a crewmate in this game"
+    for (step, place), d in zip(places, decisions, strict=True):
+        x, z = place["pos"][0], place["pos"][2]
+        assert f"You are in {place['room']} at ({x:.1f}, {z:.1f})" in d["view_text"]
+        assert [t["station"] for t in place["tasks"]] == own
+        done_before = {
+            e["station"]
+            for e in events
+            if e["kind"] == "task_done" and e["agent"] == "red" and e["step"] < step
+        }
+        assert {t["station"] for t in place["tasks"] if t["done"]} == done_before
     assert log_violations(out / "events.jsonl") == []
 
 

@@ -3,12 +3,15 @@
 A fake-world game (fast; the page is the same on the real server) seats a person at
 red beside scripted agents. The test plays red through the page only: it clicks module
 buttons (a move with the room picker, the emergency button), types a meeting line and
-votes, then reads the game's record and checks that those are red's decisions.
+votes, then reads the game's record and checks that those are red's decisions. On the
+way it reads the page's map (the ship's rooms, red where its view says it stands) and
+task list (red's own tasks, done or not), and checks them against the record too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +24,7 @@ import mineamongus
 from controller.checks import log_violations
 from controller.game import GameResult
 from testkit.browser import headless_chromium, wait_for
+from world.spec import load_map
 
 pytestmark = pytest.mark.integration
 
@@ -79,6 +83,7 @@ def test_a_person_plays_red_through_the_page(browser: Any, tmp_path: Path) -> No
     wait_for(browser, "document.body.dataset.ready === '1'")
 
     played: list[dict[str, Any]] = []
+    seen: list[dict[str, Any]] = []  # the map and the task list, as each question showed them
     question = ""
     while (q := _next_question(browser, question, game)) is not None:
         question = q
@@ -86,6 +91,30 @@ def test_a_person_plays_red_through_the_page(browser: Any, tmp_path: Path) -> No
         step = int(browser.execute_script("return document.body.dataset.step"))
         view = browser.find_element("id", "view").text
         assert "You are Red" in view
+        where = re.search(r"You are in (\w+) at \((-?[\d.]+), (-?[\d.]+)\)", view)
+        assert where is not None, view
+        wait_for(
+            browser,
+            "document.body.dataset.map === '1' && document.getElementById('me')?.dataset.room"
+            f" === {json.dumps(where.group(1))}",
+        )
+        seen.append(
+            {
+                "step": step,
+                "where": where.groups(),
+                **browser.execute_script(
+                    """const me = document.getElementById('me');
+                    return {rooms: [...document.querySelectorAll('#map .room')]
+                              .map(r => r.dataset.room),
+                            me: [me.dataset.room, Number(me.dataset.x), Number(me.dataset.z)],
+                            tasks: [...document.querySelectorAll('#tasks li')]
+                              .map(l => [Number(l.dataset.station), l.dataset.done === '1']),
+                            drawn: [...document.querySelectorAll('#map .task')]
+                              .map(t => Number(t.dataset.station)),
+                            note: document.getElementById('tasks-note').textContent}"""
+                ),
+            }
+        )
         if phase == "free_roam":
             # The first-person frame is shown, decoded at the frame's size.
             wait_for(browser, "document.getElementById('frame').naturalWidth === 640")
@@ -143,3 +172,21 @@ def test_a_person_plays_red_through_the_page(browser: Any, tmp_path: Path) -> No
         e["kind"] == "speech" and e["speaker"] == "red" and e["text"] == LINE for e in events
     )
     assert log_violations(out / "events.jsonl") == []
+    # The map is the ship's; red stood where its view said; the task list is red's own.
+    rooms = [r.name for r in load_map(events[0]["map"]).rooms]
+    own = events[0]["tasks"]["red"]
+    assert events[0]["roles"]["red"] == "crewmate" and own
+    assert [s["step"] for s in seen] == [p["step"] for p in played]
+    for s in seen:
+        room, x, z = s["where"]
+        assert s["rooms"] == rooms
+        assert s["me"][0] == room and (f"{s['me'][1]:.1f}", f"{s['me'][2]:.1f}") == (x, z)
+        done_before = {
+            e["station"]
+            for e in events
+            if e["kind"] == "task_done" and e["agent"] == "red" and e["step"] < s["step"]
+        }
+        assert s["tasks"] == [[t, t in done_before] for t in own]
+        assert (
+            s["drawn"] == own and s["note"] == f"{len(own) - len(done_before)} of {len(own)} to do"
+        )

@@ -1,4 +1,7 @@
-"""The viewer in a real browser (Debian's Chromium, headless) on recorded and live games."""
+"""The viewer in a real browser (Debian's Chromium, headless) on recorded and live games:
+frames, map, scrubbing, labels, the winner banner, the chat that follows its newest
+line, the default "Decision of" seat, a broken record's error, a live game and a
+study."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from annotation.viewer.record import result_line
 from annotation.viewer.server import BackgroundViewer, start_background
 from controller.agents.base import AgentDecision
 from controller.agents.scripted import ScriptedAgent
@@ -96,35 +100,181 @@ def test_frames_of_a_chosen_step_are_the_files_on_disk(
     )
 
 
-def test_a_finished_game_opens_on_its_last_step_with_its_frames(
-    browser: Any, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished fake-world game with frames (quick preset, seed 2: kills, a meeting in
+    which every living player speaks in turn, a vote)."""
     from controller.cli import play_game
 
     config = resolve_config("quick", overrides={"seed": 2, "frames": "jpg"})
-    out = tmp_path / "finished"
+    out = tmp_path_factory.mktemp("finished")
     assert play_game(config, load_map(config.map), "fake", out).status == "ok"
+    return out
+
+
+@pytest.fixture
+def finished_viewer(finished: Path) -> Iterator[BackgroundViewer]:
+    v = start_background(finished)
+    try:
+        yield v
+    finally:
+        v.stop()
+
+
+CHAT = """const t = document.getElementById('transcript');
+const hint = document.getElementById('chat-new');
+return {top: t.scrollTop, end: t.scrollHeight - t.scrollTop - t.clientHeight < 4,
+        overflow: t.scrollHeight > t.clientHeight + 20, lines: t.children.length,
+        hint: hint.hidden ? '' : hint.textContent}"""
+"""The chat panel's scroll state, as the reader sees it."""
+
+
+def _key(browser: Any, key: str, step: int) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    browser.find_element("tag name", "h1").click()  # the keys go to the page, not a field
+    browser.find_element("tag name", "body").send_keys(getattr(Keys, key))
+    wait_for(browser, f"document.body.dataset.step === '{step}'")
+
+
+def _transcript_steps(run: Path) -> set[int]:
+    kinds = {"server_message", "speech", "vote", "meeting_start", "meeting_end", "eject"}
+    return {e["step"] for e in _events(run) if e["kind"] in kinds}
+
+
+def test_the_chat_follows_its_newest_line_unless_the_reader_scrolls_up(
+    browser: Any, finished_viewer: BackgroundViewer, finished: Path
+) -> None:
+    talk = _transcript_steps(finished)
+    s0 = max(s for s in talk if {s + 1, s + 2, s + 3} <= talk)  # late: many lines above
+    open_viewer(browser, f"{finished_viewer.url}?step={s0}")
+    # A short panel, so that these few lines overflow it whatever the fonts.
+    browser.execute_script("document.getElementById('transcript').style.maxHeight = '80px'")
+    _key(browser, "ARROW_RIGHT", s0 + 1)
+    chat = browser.execute_script(CHAT)
+    assert chat["overflow"] and chat["end"] and not chat["hint"], chat
+    # The reader scrolls up: stepping on adds lines below and leaves the view where it is.
+    browser.execute_script(
+        "const t = document.getElementById('transcript'); t.scrollTop = 0;"
+        "t.dispatchEvent(new Event('scroll'))"
+    )
+    lines = chat["lines"]
+    _key(browser, "ARROW_RIGHT", s0 + 2)
+    chat = browser.execute_script(CHAT)
+    added = chat["lines"] - lines
+    assert added > 0 and chat["top"] == 0 and not chat["end"], chat
+    assert chat["hint"].startswith(f"{added} new line"), chat
+    # The hint takes them to the newest line, and the chat follows it again.
+    browser.find_element("id", "chat-new").click()
+    chat = browser.execute_script(CHAT)
+    assert chat["end"] and not chat["hint"], chat
+    _key(browser, "ARROW_RIGHT", s0 + 3)
+    assert browser.execute_script(CHAT)["end"]
+    _key(browser, "ARROW_LEFT", s0 + 2)  # stepping back keeps the newest line in view too
+    assert browser.execute_script(CHAT)["end"]
+
+
+def test_decision_of_defaults_to_a_living_player_who_acted_and_keeps_a_choice(
+    browser: Any, finished_viewer: BackgroundViewer, finished: Path
+) -> None:
+    events = _events(finished)
+    agents = events[0]["agents"]
+    speakers = {
+        e["step"]: e["speaker"]
+        for e in events
+        if e["kind"] == "step_start" and e["phase"] == "meeting" and e["speaker"] != agents[0]
+    }
+    turn = min(s for s in speakers if s + 1 in speakers)
+    open_viewer(browser, f"{finished_viewer.url}?step={turn}")
+    selected = "return document.getElementById('player').value"
+    # The meeting's speaker is the only one who acted: it is shown, not the first seat.
+    assert browser.execute_script(selected) == speakers[turn]
+    assert "made no decision" not in browser.find_element("id", "decision").text
+    # After a kill: the first living seat that acted (the dead are passed over).
+    kill = next(e for e in events if e["kind"] == "kill")
+    open_viewer(browser, f"{finished_viewer.url}?step={kill['step'] + 1}")
+    alive = _step_end_players(finished, kill["step"] + 1)
+    acted = {
+        e["agent"] for e in events if e["kind"] == "decision" and e["step"] == kill["step"] + 1
+    }
+    first = next(a for a in agents if a in acted and alive[a]["status"] == "alive")
+    assert browser.execute_script(selected) == first
+    # A seat the reader picks stays theirs while stepping.
+    open_viewer(browser, f"{finished_viewer.url}?step={turn}")
+    from selenium.webdriver.support.ui import Select
+
+    picked = next(a for a in agents[1:] if a not in (speakers[turn], speakers[turn + 1]))
+    Select(browser.find_element("id", "player")).select_by_value(picked)
+    _key(browser, "ARROW_RIGHT", turn + 1)
+    assert browser.execute_script(selected) == picked
+    assert f"{picked.capitalize()} made no decision at step {turn + 1}" in (
+        browser.find_element("id", "decision").text
+    )
+
+
+def test_the_winner_banner_names_the_side_and_the_ending(
+    browser: Any, finished_viewer: BackgroundViewer, finished: Path
+) -> None:
+    events = _events(finished)
+    end = events[-1]
+    impostors = [a.capitalize() for a, r in events[0]["roles"].items() if r == "impostor"]
+    open_viewer(browser, finished_viewer.url)
+    banner = browser.find_element("id", "winner")
+    assert banner.is_displayed() and banner.text == result_line(end)
+    assert banner.get_attribute("data-winner") == end["winner"]
+    assert not any(name in banner.text for name in impostors)  # a blind annotator's page
+    browser.find_element("id", "analyst").click()
+    wait_for(browser, "document.getElementById('winner').textContent.includes('impostors:')")
+    assert all(name in browser.find_element("id", "winner").text for name in impostors)
+
+
+def test_a_broken_record_shows_its_error_and_nothing_else(
+    browser: Any, finished: Path, tmp_path: Path
+) -> None:
+    import os
+    import shutil
+
+    run = tmp_path / "broken"
+    shutil.copytree(finished, run)
+    lines = (run / "events.jsonl").read_text().splitlines(keepends=True)
+    lines[40] = "this is not json\n"
+    (run / "events.jsonl").write_text("".join(lines))
+    os.utime(run / "events.jsonl", (time.time() - 60, time.time() - 60))
+    viewer = start_background(run)
+    try:
+        open_viewer(browser, viewer.url)
+        assert browser.execute_script("return document.body.dataset.broken") == "1"
+        assert browser.find_element("id", "record-error").is_displayed()
+        assert browser.find_element("id", "error-file").text == str(run.resolve() / "events.jsonl")
+        assert browser.find_element("id", "error-line").text == "41"
+        assert "not a JSON event" in browser.find_element("id", "error-problem").text
+        assert not browser.find_element("id", "frames").is_displayed()
+        assert browser.execute_script("return document.querySelectorAll('#frames img').length") == 0
+    finally:
+        viewer.stop()
+
+
+def test_a_finished_game_opens_on_its_last_step_with_its_frames(
+    browser: Any, finished_viewer: BackgroundViewer, finished: Path
+) -> None:
+    out, viewer = finished, finished_viewer
     last = max(e["step"] for e in _events(out))
     on_disk = sorted(p.name for p in (out / "frames" / f"{last:04d}").iterdir())
     assert on_disk, "the last step has frames"
-    viewer = start_background(out)
-    try:
-        open_viewer(browser, viewer.url)  # no ?step=
-        assert browser.execute_script("return document.body.dataset.step") == str(last)
-        assert browser.execute_script("return document.getElementById('scrubber').value") == str(
-            last
-        )
-        srcs = browser.execute_script(
-            "return [...document.querySelectorAll('#frames img')].map(i => i.getAttribute('src'))"
-        )
-        assert sorted(s.rsplit("/", 1)[1] for s in srcs) == on_disk
-        wait_for(
-            browser,
-            "[...document.querySelectorAll('#frames img')]"
-            ".every(i => i.complete && i.naturalWidth > 0)",
-        )
-    finally:
-        viewer.stop()
+    open_viewer(browser, viewer.url)  # no ?step=
+    assert browser.execute_script("return document.body.dataset.step") == str(last)
+    assert browser.execute_script("return document.getElementById('scrubber').value") == str(last)
+    srcs = browser.execute_script(
+        "return [...document.querySelectorAll('#frames img')].map(i => i.getAttribute('src'))"
+    )
+    assert sorted(s.rsplit("/", 1)[1] for s in srcs) == on_disk
+    wait_for(
+        browser,
+        "[...document.querySelectorAll('#frames img')]"
+        ".every(i => i.complete && i.naturalWidth > 0)",
+    )
+    # The chat opens on its newest line.
+    assert browser.execute_script(CHAT)["end"]
 
 
 def test_map_shows_the_living_players(
@@ -145,6 +295,11 @@ def test_map_shows_the_living_players(
         "return [...document.querySelectorAll('#frames figure.dead')].map(f => f.dataset.agent)"
     )
     assert kills[0]["victim"] in dead_frames
+    # "Decision of" opens on the first living seat that acted at this step.
+    players = _step_end_players(real_scripted_run, step)
+    acted = {e["agent"] for e in events if e["kind"] == "decision" and e["step"] == step}
+    first = next(a for a in events[0]["agents"] if a in acted and players[a]["status"] == "alive")
+    assert browser.execute_script("return document.getElementById('player').value") == first
 
 
 def test_scrubbing_moves_every_panel(
@@ -157,7 +312,7 @@ def test_scrubbing_moves_every_panel(
     wait_for(browser, f"document.body.dataset.step === '{a}'")
 
     def panels() -> dict[str, Any]:
-        return browser.execute_script(
+        shown: dict[str, Any] = browser.execute_script(
             """const all = (q) => [...document.querySelectorAll(q)];
             return {
               label: document.getElementById('step-label').textContent,
@@ -167,6 +322,7 @@ def test_scrubbing_moves_every_panel(
               scrubber: document.getElementById('scrubber').value,
             }"""
         )
+        return shown
 
     before = panels()
     browser.find_element("tag name", "body").click()
@@ -242,7 +398,7 @@ def test_the_live_page_receives_new_steps_from_a_running_game(browser: Any, tmp_
     config = resolve_config("quick", overrides={"seed": 4, "frames": "off"})
     out = tmp_path / "live"
     agents = {a: _Slow(ScriptedAgent(a, geometry, config.seed), 0.25) for a in config.agent_ids()}
-    game = Game(config, spec, FakeWorld(geometry), agents, out)  # type: ignore[arg-type]
+    game = Game(config, spec, FakeWorld(geometry), agents, out)
     thread = threading.Thread(target=game.run, daemon=True)
     thread.start()
     viewer = start_background(out)
@@ -260,6 +416,13 @@ def test_the_live_page_receives_new_steps_from_a_running_game(browser: Any, tmp_
         wait_for(browser, "document.getElementById('live-badge').hidden", timeout=20)
         last = max(e["step"] for e in _events(out))
         wait_for(browser, f"Number(document.getElementById('scrubber').max) === {last}")
+        # The banner appears once game_end arrives, without a reload.
+        wait_for(browser, "!document.getElementById('winner').hidden", timeout=10)
+        banner = browser.find_element("id", "winner").text
+        assert banner == result_line(_events(out)[-1])
+        # Followed live, the chat stays on its newest line.
+        wait_for(browser, f"document.body.dataset.step === '{last}'", timeout=10)
+        assert browser.execute_script(CHAT)["end"]
     finally:
         viewer.stop()
 

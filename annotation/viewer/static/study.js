@@ -40,6 +40,9 @@ function render (s) {
       a.textContent = g.status === 'running' ? 'watch' : 'replay'
       link.appendChild(a)
     }
+    // A game whose record cannot be read: its error (file, line, fix); its page says the same.
+    const rec = cell(tr, g.problem ? g.problem.message : '')
+    if (g.problem) { rec.className = 'broken'; tr.dataset.broken = '1' }
     body.appendChild(tr)
   }
   document.body.dataset.games = String((s.games || []).length)

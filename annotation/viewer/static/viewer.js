@@ -6,7 +6,20 @@ const COLOURS = {
   orange: '#f57c00', yellow: '#f5d000', black: '#3a3a3a', white: '#f5f5f5'
 }
 const SVGNS = 'http://www.w3.org/2000/svg'
-const state = { meta: null, step: 0, cache: new Map(), playing: null, labels: [], selected: null }
+const state = {
+  meta: null,
+  step: 0,
+  cache: new Map(),
+  playing: null,
+  labels: [],
+  selected: null,
+  // The "Decision of" seat follows the step (a living player who acted) until the
+  // reader picks one; then it stays theirs.
+  picked: false,
+  // The chat follows its newest line unless the reader has scrolled up; `seen` is how
+  // many lines there were when they last saw the end.
+  chat: { pinned: true, seen: 0, count: 0 }
+}
 const $ = (id) => document.getElementById(id)
 const analyst = () => $('analyst').checked
 const colourOf = (agent) => COLOURS[agent] || '#888'
@@ -41,6 +54,10 @@ async function loadMeta () {
   if (m.study_url) { $('study-link').href = m.study_url; $('study-link').hidden = false }
   $('sealed').hidden = !m.sealed
   $('sealed').textContent = m.sealed ? m.sealed_message : ''
+  $('notice').hidden = !m.stopped
+  $('notice').textContent = m.stopped || ''
+  drawProblem(m.problem)
+  drawResult(m.result)
   const sc = $('scrubber')
   sc.max = String(m.steps.length ? m.last_step : 0)
   if (!state.selected || !m.agents.includes(state.selected)) state.selected = m.agents[0]
@@ -48,6 +65,63 @@ async function loadMeta () {
   fillSelect($('actor'), m.agents, $('actor').value || m.agents[0], cap)
   drawMapBase()
   drawTimeline()
+}
+
+// A record the shared reader refuses is shown as its error alone (file, line, fix).
+function drawProblem (problem) {
+  const box = $('record-error')
+  box.hidden = !problem
+  document.body.dataset.broken = problem ? '1' : ''
+  if (!problem) return
+  $('error-file').textContent = problem.file
+  $('error-line').textContent = problem.line === null ? '(none)' : String(problem.line)
+  $('error-problem').textContent = problem.problem
+  $('error-fix').textContent = problem.fix
+  $('live-badge').hidden = true
+  $('step-label').textContent = 'record cannot be shown'
+  for (const id of ['prev', 'next', 'play', 'scrubber', 'save-label']) $(id).disabled = true
+}
+
+// The banner of an ended game: the winning side and the ending; the impostors' names
+// only in the analyst view (the API leaves them out otherwise).
+function drawResult (result) {
+  const el = $('winner')
+  el.hidden = !result
+  el.textContent = ''
+  if (!result) { delete el.dataset.winner; return }
+  el.dataset.winner = result.winner || 'none'
+  el.appendChild(document.createTextNode(result.headline))
+  const names = result.impostors || []
+  if (names.length) {
+    const who = document.createElement('span')
+    who.className = 'impostors'
+    who.textContent = `impostors: ${names.map(cap).join(', ')}`
+    el.appendChild(who)
+  }
+  if (result.reason) {
+    const why = document.createElement('span')
+    why.className = 'impostors'
+    why.textContent = `(${result.reason})`
+    el.appendChild(why)
+  }
+}
+
+// The seat "Decision of" shows when the reader has not picked one: a living player
+// who acted at this step, else any player who acted, else the first seat. A seat that
+// still qualifies is kept, so stepping does not jump between players.
+function defaultSeat (data) {
+  const agents = state.meta.agents
+  const acted = agents.filter((a) => data.decisions[a])
+  const alive = acted.filter((a) => (data.players[a] || {}).status === 'alive')
+  if (alive.includes(state.selected)) return state.selected
+  if (!alive.length && acted.includes(state.selected)) return state.selected
+  return alive[0] || acted[0] || agents[0]
+}
+
+function pickSeat (agent) {
+  state.selected = agent
+  state.picked = true
+  $('player').value = agent
 }
 
 function fillSelect (el, values, selected, label) {
@@ -74,6 +148,10 @@ async function stepData (n) {
 }
 
 async function show (n) {
+  if (state.meta && state.meta.problem) {
+    $('step-label').textContent = 'record cannot be shown'
+    return
+  }
   if (!state.meta || !state.meta.steps.length) {
     $('step-label').textContent = state.meta && state.meta.sealed ? 'hidden while a person plays' : 'waiting for the game to start'
     return
@@ -88,6 +166,10 @@ async function show (n) {
   let data
   try { data = await stepData(n) } catch (err) { return }
   if (state.step !== n) return // the user moved on
+  if (!state.picked && state.meta.agents.length) {
+    state.selected = defaultSeat(data)
+    $('player').value = state.selected
+  }
   drawFrames(data)
   drawTranscript(data)
   drawDecision(data)
@@ -115,7 +197,7 @@ function drawFrames (data) {
     cap_.appendChild(sw)
     cap_.appendChild(document.createTextNode(cap(agent) + (state.meta.roles[agent] === 'impostor' ? ' · impostor' : '')))
     fig.appendChild(cap_)
-    fig.addEventListener('click', () => { state.selected = agent; $('player').value = agent; drawDecision(data) })
+    fig.addEventListener('click', () => { pickSeat(agent); drawDecision(data) })
     box.appendChild(fig)
   }
 }
@@ -195,8 +277,35 @@ function drawPlayers (n) {
   $('map').dataset.alive = String(alive)
 }
 
+const atEnd = (el) => el.scrollHeight - el.scrollTop - el.clientHeight < 4
+
+// The reader scrolled: at the end the chat follows new lines again; above it, it
+// stays where they put it.
+function chatScrolled () {
+  const ol = $('transcript')
+  state.chat.pinned = atEnd(ol)
+  if (state.chat.pinned) state.chat.seen = state.chat.count
+  drawChatHint()
+}
+
+function drawChatHint () {
+  const unseen = state.chat.count - state.chat.seen
+  const hint = $('chat-new')
+  hint.hidden = state.chat.pinned || unseen <= 0
+  hint.textContent = `${unseen} new line${unseen === 1 ? '' : 's'} \u25BC`
+}
+
+function chatToEnd () {
+  const ol = $('transcript')
+  ol.scrollTop = ol.scrollHeight
+  state.chat.pinned = true
+  state.chat.seen = state.chat.count
+  drawChatHint()
+}
+
 function drawTranscript (data) {
   const ol = $('transcript')
+  const keep = ol.scrollTop
   ol.innerHTML = ''
   for (const e of data.transcript) {
     const li = document.createElement('li')
@@ -218,7 +327,14 @@ function drawTranscript (data) {
     } else continue
     ol.appendChild(li)
   }
-  ol.scrollTop = ol.scrollHeight
+  state.chat.count = ol.children.length
+  if (state.chat.pinned) chatToEnd()
+  else {
+    ol.scrollTop = keep
+    // Stepping back below the lines already seen leaves nothing unseen.
+    state.chat.seen = Math.min(state.chat.seen, state.chat.count)
+    drawChatHint()
+  }
 }
 
 function pre (text) { const p = document.createElement('pre'); p.textContent = text; return p }
@@ -325,10 +441,15 @@ function togglePlay () {
 
 function startLive () {
   const es = new EventSource('api/live')
+  es.addEventListener('broken', async () => {
+    es.close()
+    await loadMeta() // with the analyst token, the problem's full text
+    show(state.step)
+  })
   es.addEventListener('step', async (e) => {
     const msg = JSON.parse(e.data)
-    $('live-badge').hidden = msg.over
-    if (msg.last_step !== state.meta.last_step || msg.steps !== state.meta.steps.length || msg.over !== state.meta.over) {
+    $('live-badge').hidden = msg.over || msg.stopped
+    if (msg.last_step !== state.meta.last_step || msg.steps !== state.meta.steps.length || msg.over !== state.meta.over || msg.stopped !== Boolean(state.meta.stopped)) {
       const follow = $('follow').checked && (state.step >= state.meta.last_step - 1)
       const wasSealed = state.meta.sealed
       await loadMeta()
@@ -344,12 +465,14 @@ async function main () {
   if (ANALYST_KEY) $('analyst').checked = true
   await loadMeta()
   await Promise.all([loadCodebook(), loadLabels()])
-  $('live-badge').hidden = state.meta.over
+  $('live-badge').hidden = state.meta.over || Boolean(state.meta.stopped) || Boolean(state.meta.problem)
   $('scrubber').addEventListener('input', (e) => show(Number(e.target.value)))
   $('prev').addEventListener('click', () => show(state.step - 1))
   $('next').addEventListener('click', () => show(state.step + 1))
   $('play').addEventListener('click', togglePlay)
-  $('player').addEventListener('change', async (e) => { state.selected = e.target.value; drawDecision(await stepData(state.step)) })
+  $('player').addEventListener('change', async (e) => { pickSeat(e.target.value); drawDecision(await stepData(state.step)) })
+  $('transcript').addEventListener('scroll', chatScrolled)
+  $('chat-new').addEventListener('click', chatToEnd)
   $('analyst').addEventListener('change', async () => { await loadMeta(); show(state.step) })
   $('label-form').addEventListener('submit', saveLabel)
   document.addEventListener('keydown', (e) => {
@@ -359,7 +482,7 @@ async function main () {
   // A game opens on its last step, finished or live (step 0 is the set-up: no frames yet).
   const initial = Number(new URLSearchParams(location.search).get('step') || state.meta.last_step)
   await show(initial)
-  if (!state.meta.over) startLive()
+  if (!state.meta.over && !state.meta.problem) startLive()
   document.body.dataset.ready = '1'
 }
 
