@@ -263,6 +263,11 @@ def iter_log(path: str | Path, kinds: Iterable[str] | None = None) -> Iterator[E
 def _log_text(file: Path) -> str:
     """The log's text; a file that is not UTF-8 text is refused with where it breaks."""
     raw = file.read_bytes()
+    if not raw.endswith(b"\n"):
+        # The last line is still being written (or was cut by a crash): it may stop
+        # inside a multi-byte character, which is no fault of the file.
+        head, _, tail = raw.rpartition(b"\n")
+        raw = head + b"\n" + tail.decode("utf-8", errors="ignore").encode() if head else raw
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -297,8 +302,8 @@ def events_of(events: list[Event] | str | Path) -> list[Event]:
 class LogFollower:
     """Reads a log that may still be growing: each `poll` returns the lines completed
     since the last one, as plain JSON objects (a newer revision's fields carried
-    through untouched). An unfinished last line waits for the next poll; a line that
-    is not JSON is skipped.
+    through untouched). An unfinished last line waits for the next poll; a complete
+    line that is not a JSON object raises `RecordError` with its number.
 
     Args:
         path: A run folder or its `events.jsonl`.
@@ -309,9 +314,14 @@ class LogFollower:
         self._size = -1
         self._offset = 0
         self._pending = b""
+        self._lines = 0
 
     def poll(self) -> list[dict[str, Any]] | None:
-        """The new complete lines, or None when the log is absent or has not changed."""
+        """The new complete lines, or None when the log is absent or has not changed.
+
+        Raises:
+            RecordError: A complete line is not a JSON event object.
+        """
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
@@ -327,14 +337,18 @@ class LogFollower:
         self._pending = lines.pop()
         out: list[dict[str, Any]] = []
         for raw in lines:
+            self._lines += 1
             if not raw.strip():
                 continue
             try:
                 ev = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(ev, dict):
-                out.append(ev)
+            except ValueError as exc:  # not JSON, or not UTF-8 text
+                raise RecordError(
+                    self.path, f"not a JSON event ({exc})", _RESTORE, self._lines
+                ) from exc
+            if not isinstance(ev, dict):
+                raise RecordError(self.path, "not an event object", _RESTORE, self._lines)
+            out.append(ev)
         return out
 
 
@@ -688,6 +702,7 @@ def _check_summary(
             f"no game_end, but {SUMMARY_FILE} says the game ended ({summary.status}, "
             f"winner {summary.winner}): the log was cut after it was written",
             _RESTORE,
+            len(path.read_bytes().splitlines()),
         )
     for name, logged, summed in (
         ("status", end.status, summary.status),

@@ -143,3 +143,34 @@ def test_an_event_of_the_wrong_shape_names_its_field(game: Path, tmp_path: Path)
     (run / "events.jsonl").write_text("".join(lines))
     with pytest.raises(RecordError, match=rf"line {i + 1}: a `step_start` event whose step"):
         read_log(run)
+
+
+def test_a_last_line_cut_inside_a_character_is_a_cut_not_damage(game: Path, tmp_path: Path) -> None:
+    run = _copy(game, tmp_path)
+    (run / "summary.json").unlink()
+    text = (run / "events.jsonl").read_text()
+    cut = '{"kind": "chat", "text": "caf\u00e9'.encode()[:-1]  # half of the é
+    (run / "events.jsonl").write_bytes(text.encode() + cut)
+    events = read_log(run)
+    assert len(events) == len(text.splitlines())
+
+
+def test_the_follower_refuses_a_garbage_line_with_its_number(tmp_path: Path) -> None:
+    from controller.record import LogFollower
+
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"kind": "step_start", "step": 1, "tick": 0}\n')
+    follower = LogFollower(tmp_path)
+    assert follower.poll() == [{"kind": "step_start", "step": 1, "tick": 0}]
+    with log.open("a") as fh:
+        fh.write("not json\n")
+    with pytest.raises(RecordError, match="line 2: not a JSON event"):
+        follower.poll()
+
+
+def test_a_cut_log_names_its_last_line(game: Path, tmp_path: Path) -> None:
+    run = _copy(game, tmp_path)
+    lines = (run / "events.jsonl").read_text().splitlines(keepends=True)
+    (run / "events.jsonl").write_text("".join(lines[:7]))
+    with pytest.raises(RecordError, match=r"events.jsonl: line 7: no game_end"):
+        RunRecord.read(run)
