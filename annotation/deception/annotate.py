@@ -134,7 +134,7 @@ async def annotate_one(
     params: DetectorParams,
     cache_dir: Path | None,
     parse_attempts: int | None = None,
-    judge_profile: ProfileChoice = "grounded",
+    judge_profile: ProfileChoice = "auto",
     max_tokens: int | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> GameAnnotation:
@@ -148,7 +148,7 @@ async def annotate_one(
         cache_dir: The judge cache (default: `judge_cache/` in the run folder).
         parse_attempts: Tries per pass while a reply is not the asked-for JSON (None: the
             profile's).
-        judge_profile: `grounded`, `reference`, or `auto` (the run's).
+        judge_profile: `auto` (the run's; the default), `reference` or `grounded`.
         max_tokens: Output budget of a judge call (None: the profile's).
         announce: Told which profile the game got, as one line (None: told nothing).
     """
@@ -206,7 +206,7 @@ async def annotate_runs(
     concurrency: int = 4,
     parse_attempts: int | None = None,
     progress: bool = True,
-    judge_profile: ProfileChoice = "grounded",
+    judge_profile: ProfileChoice = "auto",
     max_tokens: int | None = None,
 ) -> AnnotateTotals:
     """Annotate every run folder at or under `paths`.
@@ -220,9 +220,9 @@ async def annotate_runs(
         parse_attempts: Tries per pass while a reply is not the asked-for JSON (None: the
             profile's: 2 grounded, 3 reference).
         progress: Show a progress bar on stderr.
-        judge_profile: `grounded` (this function's default, as before profiles),
-            `reference`, or `auto`: each game's run decides (`mineamongus annotate`'s
-            default). Each judged game's profile is printed on stderr.
+        judge_profile: `auto` (the default, as `mineamongus annotate`'s: each game's
+            run decides, `reference` for a reference-harness game), `reference` or
+            `grounded`. Each judged game's profile is printed on stderr.
         max_tokens: Output budget of a judge call (None: the profile's: the model's
             grounded, 20000 reference).
     """
@@ -321,7 +321,7 @@ def estimate_runs(
     *,
     cache_dir: Path | None = None,
     expected_out: int = 2000,
-    judge_profile: ProfileChoice = "grounded",
+    judge_profile: ProfileChoice = "auto",
 ) -> list[Estimate]:
     """The judge's estimated tokens and cost for every selected game under its profile's
     prompts (no call made)."""

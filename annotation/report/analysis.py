@@ -30,6 +30,7 @@ import pandas as pd
 
 import annotation.report.core  # noqa: F401  (registers the results every study gets)
 import annotation.report.rq1  # noqa: F401  (registers the RQ1 results)
+import annotation.report.rq2  # noqa: F401  (registers the RQ2 results)
 from annotation import stats
 from annotation.deception import human as human_labels
 from annotation.deception.codebook import codebook
@@ -99,8 +100,9 @@ FINDING_COLUMNS = [
     "filter_ok",
     "filter_reason",
 ]
-RQ2_MODULE = "annotation.report.rq2"
-"""The RQ2 results' module, imported when present."""
+RESULT_MODULES: tuple[str, ...] = ()
+"""Further modules of registered results, imported when `analyze` runs (`core`, `rq1`
+and `rq2` are imported with this module)."""
 
 
 def _tournament_table(folders: list[Path], name: str) -> pd.DataFrame | None:
@@ -365,19 +367,16 @@ def build_study(
 
 
 def load_result_modules() -> list[Section]:
-    """Import the RQ2 results' module when it exists (its results register on import);
-    a module that fails to import is a failed section, never a silent gap."""
-    try:
-        importlib.import_module(RQ2_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != RQ2_MODULE:
-            logger.exception("%s could not be imported", RQ2_MODULE)
-            return [Section("RQ2 results (failed)", [Warning_(f"{RQ2_MODULE}: {exc!r}")])]
-        logger.info("%s is not there: no RQ2 results registered", RQ2_MODULE)
-    except Exception as exc:  # shown in the report, never silently skipped
-        logger.exception("%s could not be imported", RQ2_MODULE)
-        return [Section("RQ2 results (failed)", [Warning_(f"{RQ2_MODULE}: {exc!r}")])]
-    return []
+    """Import the modules whose results register on import (`RESULT_MODULES`); a module
+    that fails to import is a failed section, never a silent gap."""
+    failed = []
+    for name in RESULT_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # shown in the report, never silently skipped
+            logger.exception("%s could not be imported", name)
+            failed.append(Section(f"{name} (failed)", [Warning_(f"{name}: {exc!r}")]))
+    return failed
 
 
 def ordered_results() -> list[ResultSpec]:

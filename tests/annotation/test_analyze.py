@@ -77,7 +77,7 @@ def test_analyze_report_tables_figures(runs: Path, tmp_path: Path) -> None:
     from annotation.deception.annotate import annotate_runs
 
     judge = make_judge("fake:judge", script=_judge_script)
-    asyncio.run(annotate_runs([runs], judge, progress=False))
+    asyncio.run(annotate_runs([runs], judge, progress=False, judge_profile="grounded"))
     first, second = sorted(runs.glob("g*"))[:2]
     gid = json.loads((first / "summary.json").read_text())["game_id"]
     labels = tmp_path / "labels.csv"
@@ -256,7 +256,7 @@ def _small_study(root: Path, n: int = 6) -> Path:
         spec = {"memory": "window" if i % 2 else "semantic", "planning": "reactive"}
         random_game(root / f"g{i:02d}", rng, seed=i // 2, spec=spec, model="fake:m")
     judge = make_judge("fake:judge", script=_quoting_judge)
-    totals = asyncio.run(annotate_runs([root], judge, progress=False))
+    totals = asyncio.run(annotate_runs([root], judge, progress=False, judge_profile="grounded"))
     assert totals.accepted > 0
     return root
 

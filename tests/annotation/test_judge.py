@@ -119,7 +119,7 @@ def test_judge_through_openai_sdk_with_rejections_and_cache(tmp_path: Path, key:
     run = _game(tmp_path / "run")
     with MockAPIServer(_scripted) as api:
         judge = make_judge("openai:gpt-4.1-mini", base_url=api.openai_base_url, settings=FAST)
-        totals = asyncio.run(annotate_runs([run], judge, progress=False))
+        totals = asyncio.run(annotate_runs([run], judge, progress=False, judge_profile="grounded"))
         assert len(api.requests) == 2  # two passes
         first = api.requests[0].body
         assert first["temperature"] == 0.0 and first["response_format"]["type"] == "json_object"
@@ -151,7 +151,7 @@ def test_judge_through_openai_sdk_with_rejections_and_cache(tmp_path: Path, key:
         # detectors ran too, into the same file
         assert any(c.finding.source.startswith("detector:") for c in ann.findings)
 
-        again = asyncio.run(annotate_runs([run], judge, progress=False))
+        again = asyncio.run(annotate_runs([run], judge, progress=False, judge_profile="grounded"))
         assert len(api.requests) == 2  # cache hit: no call
         assert again.cached_calls == 2 and again.cost_usd == 0.0
         ann2 = read_annotations(run)
@@ -169,7 +169,7 @@ def test_judge_failure_is_not_zero_findings(tmp_path: Path, key: None) -> None:
     with MockAPIServer([MockError(500)]) as api:
         settings = FAST.model_copy(update={"max_retries": 1})
         judge = make_judge("openai:gpt-4.1-mini", base_url=api.openai_base_url, settings=settings)
-        totals = asyncio.run(annotate_runs([run], judge, progress=False))
+        totals = asyncio.run(annotate_runs([run], judge, progress=False, judge_profile="grounded"))
     ann = read_annotations(run)
     assert ann is not None and ann.judge_status == "failed"
     assert totals.judge_failed == [str(run)]
@@ -180,7 +180,9 @@ def test_unparsable_reply_is_retried_then_failed(tmp_path: Path) -> None:
     run = _game(tmp_path / "run")
     answers = iter(["not json", '{"findings": []}', "nope", "nope", "nope"])
     judge = make_judge("fake:j", script=lambda _request: next(answers))
-    asyncio.run(annotate_runs([run], judge, progress=False, parse_attempts=2))
+    asyncio.run(
+        annotate_runs([run], judge, progress=False, parse_attempts=2, judge_profile="grounded")
+    )
     ann = read_annotations(run)
     assert ann is not None
     nonverbal, verbal = ann.calls
@@ -235,7 +237,9 @@ def test_games_are_judged_concurrently_up_to_the_limit(tmp_path: Path) -> None:
     runs = [_game(tmp_path / f"run{i}") for i in range(5)]
     backend = _CountingBackend()
     judge = JudgeModel(backend)
-    totals = asyncio.run(annotate_runs(runs, judge, progress=False, concurrency=3))
+    totals = asyncio.run(
+        annotate_runs(runs, judge, progress=False, concurrency=3, judge_profile="grounded")
+    )
     assert totals.games == 5 and totals.calls == 10
     assert backend.peak == 3
 
@@ -251,7 +255,7 @@ def test_judge_through_anthropic_sdk(
         judge = make_judge(
             "anthropic:claude-haiku-4-5", base_url=api.anthropic_base_url, settings=FAST
         )
-        asyncio.run(annotate_runs([run], judge, progress=False))
+        asyncio.run(annotate_runs([run], judge, progress=False, judge_profile="grounded"))
         assert len(api.requests) == 2 and api.requests[0].api == "anthropic"
     ann = read_annotations(run)
     assert ann is not None and ann.judge_status == "ok"
@@ -423,8 +427,16 @@ def test_two_judges_are_kept_side_by_side_and_analysed_together(tmp_path: Path) 
             )
         return '{"findings": []}'
 
-    asyncio.run(annotate_runs([run], make_judge("fake:a", script=judge_a), progress=False))
-    asyncio.run(annotate_runs([run], make_judge("fake:b", script=judge_b), progress=False))
+    asyncio.run(
+        annotate_runs(
+            [run], make_judge("fake:a", script=judge_a), progress=False, judge_profile="grounded"
+        )
+    )
+    asyncio.run(
+        annotate_runs(
+            [run], make_judge("fake:b", script=judge_b), progress=False, judge_profile="grounded"
+        )
+    )
     asyncio.run(annotate_runs([run], None, progress=False))  # detectors again: both kept
     ann = read_annotations(run)
     assert ann is not None
@@ -436,7 +448,11 @@ def test_two_judges_are_kept_side_by_side_and_analysed_together(tmp_path: Path) 
     assert set(ds.judged) == {"judge:fake:a", "judge:fake:b"}
     # judge a again, failing now: b's findings and status stay
     fail = make_judge("fake:a", script=lambda _r: "nope")
-    asyncio.run(annotate_runs([run], fail, progress=False, cache_dir=tmp_path / "fresh"))
+    asyncio.run(
+        annotate_runs(
+            [run], fail, progress=False, cache_dir=tmp_path / "fresh", judge_profile="grounded"
+        )
+    )
     ann = read_annotations(run)
     assert ann is not None and ann.judges == {"judge:fake:a": "failed", "judge:fake:b": "ok"}
     assert ann.judge_status == "failed"
