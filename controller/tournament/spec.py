@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,6 +32,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from controller.config import ConfigError, GameConfig, resolve_config
+
+MAX_SEEDS = 100_000
+"""The most seeds (repetitions) a study may give every arm; more is a typo."""
+MAX_ARMS = 100_000
+"""The most arms a spec may expand to (the RQ2 round robin has 576)."""
+MAX_GAMES = 1_000_000
+"""The most games a study may hold (arms x seeds; the paper's largest has 1152)."""
+SEED_MAX = 2**31 - 1
+"""The largest seed (as `GameConfig.seed`)."""
 
 
 class SpecError(ValueError):
@@ -216,12 +226,15 @@ class ExperimentSpec(_Strict):
     """Preset of every game (`quick`, `balanced` or `paper`: `controller.config.PRESETS`)."""
     base: dict[str, Any] = Field(default_factory=dict)
     """GameConfig values shared by every arm (nested like `GameConfig`)."""
-    seeds: list[Annotated[int, Field(ge=0)]] | None = None
-    """Seeds every arm plays (paired seeds), non-negative integers (as `GameConfig.seed`);
-    or give `repetitions`."""
-    repetitions: int | None = Field(default=None, ge=1)
-    """Number of seeds `seed_start, seed_start+1, ...` when `seeds` is not given."""
-    seed_start: int = Field(default=0, ge=0)
+    seeds: list[Annotated[int, Field(ge=0, le=SEED_MAX)]] | None = Field(
+        default=None, max_length=MAX_SEEDS
+    )
+    """Seeds every arm plays (paired seeds), non-negative integers up to 2**31 - 1 (as
+    `GameConfig.seed`), at most `MAX_SEEDS` of them; or give `repetitions`."""
+    repetitions: int | None = Field(default=None, ge=1, le=MAX_SEEDS)
+    """Number of seeds `seed_start, seed_start+1, ...` when `seeds` is not given (at most
+    `MAX_SEEDS`)."""
+    seed_start: int = Field(default=0, ge=0, le=SEED_MAX)
     """First seed when `repetitions` is used (non-negative)."""
     arms: list[ArmSpec] = Field(default_factory=list)
     """Explicitly listed arms."""
@@ -249,6 +262,11 @@ class ExperimentSpec(_Strict):
                 raise ValueError("`seeds` repeats a seed; list each once")
         if not (self.arms or self.sweep or self.round_robin or self.control):
             raise ValueError("no arms: give `arms`, `sweep`, `round_robin` or `control: true`")
+        if self.repetitions is not None and self.seed_start + self.repetitions - 1 > SEED_MAX:
+            raise ValueError(
+                f"seed_start {self.seed_start} + repetitions {self.repetitions} passes the "
+                f"largest seed {SEED_MAX}; start lower"
+            )
         return self
 
     def seed_list(self) -> list[int]:
@@ -404,6 +422,17 @@ def _first(exc: ValidationError) -> str:
     return f"{field}: {err['msg']}"
 
 
+def _sweep_size(sweep: SweepSpec | None) -> int:
+    return math.prod(len(v) for v in sweep.axes.values()) if sweep is not None else 0
+
+
+def _round_robin_size(rr: RoundRobinSpec | None) -> int:
+    if rr is None:
+        return 0
+    imps = rr.impostor_models if rr.impostor_models is not None else rr.models
+    return len(rr.models) * len(imps) * len(rr.pairs)
+
+
 def expand_arms(spec: ExperimentSpec) -> list[Arm]:
     """Every arm of the study, each resolved through `resolve_config`.
 
@@ -412,6 +441,23 @@ def expand_arms(spec: ExperimentSpec) -> list[Arm]:
             (naming the arm and the configuration field).
     """
     raw: list[_Raw] = [(a.name, a.overrides, dict(a.labels)) for a in spec.arms]
+    planned = (
+        len(spec.arms)
+        + _sweep_size(spec.sweep)
+        + _round_robin_size(spec.round_robin)
+        + int(spec.control)
+    )
+    if planned > MAX_ARMS:
+        raise SpecError(
+            f"the spec expands to {planned:,} arms, more than {MAX_ARMS:,}: a study that "
+            "large is a typo in `sweep.axes` or `round_robin`; split it into studies"
+        )
+    games = planned * len(spec.seed_list())
+    if games > MAX_GAMES:
+        raise SpecError(
+            f"{planned:,} arm(s) x {len(spec.seed_list()):,} seed(s) = {games:,} games, more "
+            f"than {MAX_GAMES:,}; lower `repetitions`/`seeds` or split the study"
+        )
     if spec.sweep is not None:
         raw += _sweep_arms(spec.sweep)
     if spec.round_robin is not None:

@@ -119,3 +119,31 @@ def test_absurd_game_sizes_are_refused_with_the_bound(
     with pytest.raises(ConfigError, match=field) as info:
         resolve_config("paper", data)
     assert bound in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"repetitions": 100_000_000}, "repetitions"),
+        ({"seeds": [2**40]}, "seeds.0"),
+        ({"repetitions": 10, "seed_start": 2**31 - 5}, "passes the largest seed"),
+        (
+            {"repetitions": 100, "sweep": {"axes": {"rules.kill_range": list(range(1, 20_001))}}},
+            "more than 1,000,000",
+        ),
+        (
+            {"repetitions": 1, "sweep": {"axes": {f"rules.a{i}": [1, 2] for i in range(20)}}},
+            "arms, more than 100,000",
+        ),
+    ],
+)
+def test_absurd_study_sizes_are_refused_with_the_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, object], said: str
+) -> None:
+    spec = {k: v for k, v in SPEC.items() if k != "seeds"} | change
+    if "repetitions" not in change and "seeds" not in change:
+        spec["seeds"] = [1]
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert main(["tournament", str(path), "--dry-run"]) == 2
+    assert said in capsys.readouterr().err
