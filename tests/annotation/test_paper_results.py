@@ -2,11 +2,12 @@
 
 The doc maps each of the paper's RQ1 and RQ2 tables and figures to a registered result
 and the files it writes. Two studies are played with `mineamongus tournament` on the
-fake world (ARIA on both sides, two or three named fake backbones), annotated by the
-detectors and a scripted judge, and analysed: an RQ1-shaped one (2 backbones x 2 crew
-corners x 2 impostor axes, 2 seeds, plus a scripted control arm) and an RQ2-shaped
-3-model round robin. Every file the doc names for the study's design must be written,
-and every figure must be a readable, non-blank PNG with a title.
+fake world (ARIA on both sides), annotated by the detectors and a scripted judge (the
+reference profile's for the ARIA games, as `annotate` picks it), and analysed: an
+RQ1-shaped one (2 named fake backbones x 2 crew corners x 2 impostor axes, 2 seeds, plus
+a scripted control arm) and an RQ2-shaped 3-model round robin whose models answer
+through the local mock OpenAI endpoint. Every file the doc names for the study's design
+must be written, and every figure must be a readable, non-blank PNG with a title.
 
 The full RQ1 shape (16 impostor configurations, backbones served by the local mock
 OpenAI endpoint) takes minutes: it runs with `MINEAMONGUS_SLOW=1`.
@@ -101,10 +102,39 @@ SPEECH = re.compile(r'^\[step (\d+)\] (\w+) \(impostor\) says: "([^"]+)"', re.M)
 MODULE_ATOM = {"MISSION": "A", "MOVE": "B", "KILL": "E", "SURVEILLANCE": "C"}
 
 
+REF_MODULE = re.compile(r"^\[step=(\d+)\]\[(\w+)\] \[(\w+)Module:\w+\] (.+)$", re.M)
+REF_SPEECH = re.compile(r"^<(\w+)> (.+)$", re.M)
+REF_ROLES = re.compile(r"^Roles: (\{.*\})$", re.M)
+
+
+def reference_script(user: str) -> str:
+    """The same scripted judge for the reference profile's prompts: module lines of the
+    impostors in the non-verbal pass, their chat lines in the verbal pass (steps from the
+    meeting speaker lines are not needed: the reference keeps a finding as emitted)."""
+    roles = REF_ROLES.search(user)
+    assert roles, "the reference prompt gives the roles"
+    imps = {n for n, r in json.loads(roles.group(1)).items() if r == "impostor"}
+    found: list[dict[str, Any]] = []
+    if "This is the NON-VERBAL pass" in user:
+        for m in REF_MODULE.finditer(user):
+            atom = MODULE_ATOM.get(m.group(3).upper())
+            if atom and m.group(2) in imps:
+                found.append({"atom": atom, "step": int(m.group(1)), "actor": m.group(2),
+                              "evidence_quote": m.group(0)})  # fmt: skip
+    else:
+        for i, m in enumerate(m for m in REF_SPEECH.finditer(user) if m.group(1) in imps):
+            found.append({"atom": "LMNO"[i % 4], "step": None, "actor": m.group(1),
+                          "evidence_quote": m.group(0)})  # fmt: skip
+    return json.dumps({"findings": found})
+
+
 def judge_script(request: ModelRequest) -> str:
     """A scripted judge: one non-verbal atom per impostor step by its module (quoting the
-    narration), one verbal atom per impostor utterance (quoting it)."""
+    narration), one verbal atom per impostor utterance (quoting it); in either profile's
+    prompt format."""
     user = request.messages[-1].text
+    if "This is the NON-VERBAL pass" in user or "This is the VERBAL pass" in user:
+        return reference_script(user)
     found: list[dict[str, Any]] = []
     if "Pass: NON-VERBAL" in user:
         for m in NONVERBAL.finditer(user):
@@ -147,6 +177,8 @@ def play_annotate_analyze(
     judge = make_judge("fake:judge", script=judge_script)
     totals = asyncio.run(annotate_runs([study], judge, progress=False))
     assert totals.accepted > 0 and not totals.judge_failed
+    # The games of the reference harness are judged with the reference instrument.
+    assert "reference" in set(totals.profiles.values())
     out = base / "analysis"
     analyze([study], out, n_boot=200, progress=False)
     return out
@@ -187,14 +219,31 @@ def rq1_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def rq2_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec = {
-        "name": "rq2-shape",
-        "world": "fake",
-        "seeds": SEEDS,
-        "base": {"frames": "off", "rules": RULES},
-        "round_robin": {"models": ["fake:alpha", "fake:beta", "fake:gamma"]},
-    }
-    return play_annotate_analyze(tmp_path_factory.mktemp("rq2"), spec)
+    """A 3-model round robin whose models answer through the local mock OpenAI endpoint
+    (the real SDK, over HTTP)."""
+    from harness_aria.fake_answers import answer_http
+    from testkit.mock_api import MockAPIServer
+
+    with MockAPIServer(lambda rec: answer_http(rec.body)) as api:
+        spec = {
+            "name": "rq2-shape",
+            "world": "fake",
+            "seeds": SEEDS,
+            "base": {
+                "frames": "off",
+                "rules": RULES,
+                "crew": {"base_url": api.openai_base_url},
+                "impostor": {"base_url": api.openai_base_url},
+            },
+            "round_robin": {
+                "models": [f"openai-compatible:mock-{m}" for m in ("alpha", "beta", "gamma")]
+            },
+        }
+        out = play_annotate_analyze(
+            tmp_path_factory.mktemp("rq2"), spec, env={"OPENAI_COMPATIBLE_API_KEY": "sk-mock"}
+        )
+        assert api.requests, "the models were asked through the mock endpoint"
+    return out
 
 
 def _check_files(out: Path, design: str) -> None:
