@@ -39,8 +39,10 @@ from annotation.grounding.claims import (
     ACTIVITIES,
     CLAIM_TYPES,
     Claim,
+    TickBounds,
     normalise_claim,
     normalise_phrase,
+    tick_bounds,
 )
 from annotation.grounding.trajectory import (
     NOT_ROOMS,
@@ -196,7 +198,8 @@ TEMPORAL_PHRASES: Mapping[str, tuple[str, ...]] = {
 """Time phrases by rule (see `resolve_window`). A phrase is matched after
 `annotation.grounding.claims.normalise_phrase` (case, punctuation, articles and possessives,
 plurals): "The last round." = "last round", "since last meeting" = "since the last
-meeting". Steps and ticks are read by pattern (`STEP_PATTERNS`, `TICK_PATTERN`)."""
+meeting". Steps are read by pattern (`STEP_PATTERNS`), ticks as explicit bounds
+(`annotation.grounding.claims.tick_bounds`)."""
 
 _RULE_OF: dict[str, str] = {
     normalise_phrase(phrase): rule
@@ -212,8 +215,21 @@ STEP_PATTERNS: Mapping[str, str] = {
     "steps": rf"(?:at |in |during |between |from )?step {_RANGE}",
 }
 """Step phrases (on the normal form): "until step N"; "at step N", "steps N-M"."""
-TICK_PATTERN = rf"(?:at |around |about |near |by |between |from )?tick {_RANGE}"
-"""Tick phrases (on the normal form): "at tick N", "around tick N", "ticks N-M"."""
+
+BOUND_RULES: Mapping[str, str] = {
+    "upper": "until_tick",
+    "lower": "from_tick",
+    "span": "ticks",
+    "point": "ticks",
+    "around": "ticks",
+}
+"""The window rule a phrase's explicit tick bounds give (`claims.tick_bounds`), by the
+bounds' kind; the vocabulary's rule is prefixed when the phrase says more ("whole" +
+"until tick 12" = `whole+until_tick`)."""
+
+ROUND_RULES = frozenset({"default", "whole", "mostly", "before_body"})
+"""Rules whose window is the claim's round: stated ticks outside that round move the
+window to the round that holds them (`resolve_window`)."""
 
 
 def _free_span(
@@ -230,20 +246,32 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
 
     A window is a run of free-roam steps, chosen by step and round (the record's own
     boundaries), never by tick alone; ticks only narrow it. Phrases are matched on
-    their normal form (`normalise_phrase`: case, punctuation, articles, plurals) against
-    `TEMPORAL_PHRASES`, then `STEP_PATTERNS` and `TICK_PATTERN`. Rules: none / "this
-    round" (default): the free-roam steps since the previous meeting up to the step
-    that called this one, ticks up to the report or button press; "at the start": the
-    round's first step; "at the end": the calling step; "the whole time": the default
-    window, as a duration (`WHOLE_FRACTION`); "mostly": likewise (`MOSTLY_FRACTION`);
-    "before the body was found": the default window (a meeting without a body makes
-    the claim unverifiable); "when I found the body": the calling step; "until step N":
-    the round's first step to N; "at step N" / "steps N-M": those steps, as named;
-    "at/around tick N", "ticks N-M": the steps holding those ticks (± one sample
-    interval) within one round (the claim's own when it holds them, else the latest
-    earlier one); "earlier" (the scripted agents' "last saw"): every free-roam step of
-    the game before the meeting; "last round": the previous meeting's round. A phrase
-    outside this vocabulary gives no window (the claim is `unverifiable`).
+    their normal form (`normalise_phrase`: case, punctuation, articles, plurals).
+
+    Explicit tick bounds are read first (`annotation.grounding.claims.tick_bounds`):
+    "until/before/by tick N" (upper), "after/since/from tick N" (lower), "between ticks
+    A and B", "ticks A-B", "at tick N", "around tick N". The rest of the phrase is
+    matched against `TEMPORAL_PHRASES`, then `STEP_PATTERNS`; nothing left is the
+    default. Rules: none / "this round" (default): the free-roam steps since the
+    previous meeting up to the step that called this one, ticks up to the report or
+    button press; "at the start": the round's first step; "at the end": the calling
+    step; "the whole time": the default window, as a duration (`WHOLE_FRACTION`);
+    "mostly": likewise (`MOSTLY_FRACTION`); "before the body was found": the default
+    window (a meeting without a body makes the claim unverifiable); "when I found the
+    body": the calling step; "until step N": the round's first step to N; "at step N"
+    / "steps N-M": those steps, as named; "earlier" (the scripted agents' "last saw"):
+    every free-roam step of the game before the meeting; "last round": the previous
+    meeting's round. A phrase outside this vocabulary gives no window (the claim is
+    `unverifiable`).
+
+    Tick bounds then narrow the window (`_bounded`) to the stated ticks
+    (`TickBounds.span`: a one-sided bound as stated, an instant or a two-sided span ±
+    one sample interval, "around" ± two): a lower bound moves only the start, an upper
+    bound only the end. A round-long window (`ROUND_RULES`) is judged in one round: the
+    claim's own round when it holds any of the stated ticks, else the latest earlier
+    round that does (a reference to a past round); ticks no free-roam step before the
+    meeting holds make the claim unverifiable. Any other window is intersected with the
+    stated ticks, and an empty intersection makes the claim unverifiable.
 
     Source: this project (the `mineamongus` book; the `quack` book's windows are
     `annotation.grounding.quack_rules.resolve_window`).
@@ -258,7 +286,16 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
     m = traj.meeting(claim.meeting)
     if m is None:
         return f"meeting {claim.meeting} is not in the log"
-    phrase = normalise_phrase(claim.temporal or "")
+    bounds = tick_bounds(claim.temporal)
+    phrase = bounds.rest if bounds is not None else normalise_phrase(claim.temporal or "")
+    w = _phrase_window(claim, traj, m, phrase)
+    if bounds is None or isinstance(w, str):
+        return w
+    return _bounded(claim, traj, m, w, bounds)
+
+
+def _phrase_window(claim: Claim, traj: Trajectory, m: MeetingRecord, phrase: str) -> Window | str:
+    """The window of a phrase without tick bounds (`resolve_window`)."""
     default = _free_span(traj, m.round_first_step, m.step)
     if default is None:
         return f"meeting {m.index} has no free-roam steps before it"
@@ -282,7 +319,7 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
             duration=duration,
         )
 
-    rule = _RULE_OF.get(phrase)
+    rule = "default" if phrase == "" else _RULE_OF.get(phrase)
     if rule in ("default", "whole", "mostly"):
         dur = _DURATIONS.get(rule or "")
         return Window(
@@ -320,42 +357,83 @@ def resolve_window(claim: Claim, traj: Trajectory) -> Window | str:
         a = int(mt.group(1))
         b = int(mt.group(2) or a)
         return win(min(a, b), max(a, b), "steps")
-    if mt := re.fullmatch(TICK_PATTERN, phrase):
-        a = int(mt.group(1))
-        b = int(mt.group(2) or a)
-        a, b = min(a, b), max(a, b)
-        lo, hi = a - traj.sample_interval, b + traj.sample_interval
-
-        def holding(t0: int, t1: int) -> list[int]:
-            return [
-                s.step
-                for s in traj.steps.values()
-                if s.phase == "free_roam"
-                and s.step <= m.step
-                and s.end_tick >= t0
-                and s.start_tick <= t1
-            ]
-
-        steps = holding(lo, hi)
-        if not steps:
-            return f"no free-roam step before meeting {m.index} holds tick {a}"
-        # One round only, the one holding the named ticks themselves (the slop of one
-        # sample interval must not reach across a meeting). Where the clock stood still
-        # through a meeting a tick is both the previous round's call and this round's
-        # start: the claim's own round wins, else the latest earlier one.
-        rounds = {traj.round_of(n) for n in holding(a, b)} or {traj.round_of(n) for n in steps}
-        own = traj.round_of(m.step)
-        pick = own if own in rounds else max(r for r in rounds if r is not None)
-        steps = [n for n in steps if traj.round_of(n) == pick]
-        w = win(min(steps), max(steps), "ticks")
-        if isinstance(w, str):
-            return w
-        return w.model_copy(
-            update={"first_tick": max(w.first_tick, lo), "last_tick": min(w.last_tick, hi)}
-        )
     return (
         f"temporal phrase {claim.temporal!r} is not in the documented vocabulary "
         "(docs/grounding.md)"
+    )
+
+
+def _bounded(
+    claim: Claim, traj: Trajectory, m: MeetingRecord, w: Window, bounds: TickBounds
+) -> Window | str:
+    """The window `w` narrowed to the claim's explicit tick bounds (`resolve_window`)."""
+    lo, hi = bounds.span(traj.sample_interval)
+    low = -math.inf if lo is None else lo
+    high = math.inf if hi is None else hi
+    # The ticks as stated, without the sampling slack: they pick the round.
+    named_lo = -math.inf if bounds.lower is None else bounds.lower
+    named_hi = math.inf if bounds.upper is None else bounds.upper
+    bound_rule = BOUND_RULES[bounds.kind]
+    rule = bound_rule if w.rule == "default" else f"{w.rule}+{bound_rule}"
+    said = ", ".join(
+        f"{side} tick {n}"
+        for side, n in (("from", bounds.lower), ("to", bounds.upper))
+        if n is not None
+    )
+
+    def holding(t0: float, t1: float, first: int, last: int) -> list[int]:
+        return [
+            s.step
+            for s in traj.free_roam_steps(first, min(last, m.step))
+            if s.end_tick >= t0 and s.start_tick <= t1
+        ]
+
+    if w.rule in ROUND_RULES:
+        steps = holding(low, high, 1, m.step)
+        if not steps:
+            return f"no free-roam step before meeting {m.index} holds {said}"
+
+        # One round only: the claim's own when it holds the stated ticks themselves (a
+        # tick shared by the previous call and this round's start included), else the
+        # latest earlier one; the sampling slack never reaches across a meeting.
+        def rounds_of(ns: list[int]) -> set[int]:
+            return {r for n in ns if (r := traj.round_of(n)) is not None}
+
+        rounds = rounds_of(holding(named_lo, named_hi, 1, m.step)) or rounds_of(steps)
+        own = traj.round_of(m.step)
+        pick = own if own in rounds else max(rounds)
+        steps = [n for n in steps if traj.round_of(n) == pick]
+        first_step, last_step = min(steps), max(steps)
+        span = _free_span(traj, first_step, last_step)
+        assert span is not None
+        t0, t1 = span[2], span[3]
+        if pick == own:
+            t1 = min(t1, w.last_tick)
+    else:
+        steps = holding(low, high, w.first_step, w.last_step)
+        steps = [
+            n
+            for n in steps
+            if traj.steps[n].end_tick >= w.first_tick and traj.steps[n].start_tick <= w.last_tick
+        ]
+        if not steps:
+            return (
+                f"{said} lies outside the window of {claim.temporal!r} "
+                f"(steps {w.first_step}-{w.last_step})"
+            )
+        first_step, last_step = min(steps), max(steps)
+        t0, t1 = w.first_tick, w.last_tick
+    first_tick = int(max(t0, low))
+    last_tick = int(min(t1, high))
+    if last_tick < first_tick:
+        return f"{said} lies outside the free roam before meeting {m.index}"
+    return Window(
+        first_step=first_step,
+        last_step=last_step,
+        first_tick=first_tick,
+        last_tick=last_tick,
+        rule=rule,
+        duration=w.duration,
     )
 
 
@@ -766,12 +844,43 @@ class ProjectAuditor:
             kills = [k for k in kills if k.victim == claim.target]
         return self._event_rooms(kills, claim, base, f"{who} killed no one in the window")
 
+    def walk_destination(self, agent: str, w: Window) -> tuple[str, int, int] | None:
+        """Where a corridor walk at the window's end led: `(room, step, tick)`.
+
+        Source: this project. When the agent's last position in the window is in a
+        corridor (any region that is not a room, `NOT_ROOMS`), the first room it entered
+        after that position, read from the later samples of the same round (never past
+        the round's calling step, never from another round). None when the window ends
+        in a room, or the round ended before the walk reached one.
+        """
+        t = self.traj
+        samples = self._samples(agent, w)
+        if not samples or samples[-1].room not in NOT_ROOMS:
+            return None
+        last = samples[-1]
+        rnd = t.round_of(last.step)
+        if rnd is None:
+            return None
+        for n in t.round_steps(rnd):
+            if n < last.step:
+                continue
+            for s in t.step_samples(agent, n):
+                if (s.step, s.tick) <= (last.step, last.tick):
+                    continue
+                if s.room not in NOT_ROOMS:
+                    return s.room, s.step, s.tick
+        return None
+
     def wait_or_travel(self, claim: Claim, w: Window, base: dict[str, Any]) -> dict[str, Any]:
         """`wait` and `travel`: checked on where the subject was, like a location.
 
         Source: this project. `travel` without a room: any movement; with one, presence
-        in that room (standing still there is `true`). `wait`: the claimed room (or the
-        most visited one) for at least `MOSTLY_FRACTION` of the window.
+        in that room (standing still there is `true`), or a corridor walk toward it: the
+        subject's last position in the window is in a corridor and the next room it
+        enters, in the same round, is the claimed one (`walk_destination`; "heading to
+        X" said of a walk cut off by the window's end, as QUACK reads a move by its
+        destination). `wait`: the claimed room (or the most visited one) for at least
+        `MOSTLY_FRACTION` of the window.
 
         Done in another room than the one claimed, they are `wrong_room`: a `travel`
         claim when the subject moved in the window but never entered the room; a `wait`
@@ -800,6 +909,19 @@ class ProjectAuditor:
             claim = claim.model_copy(update={"room": room})
         dur = w.duration or ("mostly" if act == "wait" else None)
         res = self.verify_location(claim, w.model_copy(update={"duration": dur}))
+        if act == "travel" and res.get("verdict") != "true" and dur is None:
+            dest = self.walk_destination(who, w)
+            if dest is not None and dest[0] == claim.room:
+                ev = {
+                    **res.get("evidence", _evidence_base(w, samples)),
+                    "destination": {"room": dest[0], "step": dest[1], "tick": dest[2]},
+                }
+                return {
+                    "verdict": "true",
+                    "evidence": ev,
+                    "reason": f"walking a corridor toward {claim.room} at the window's end "
+                    f"(entered at tick {dest[2]})",
+                }
         if res.get("verdict") != "false" or claim.route or claim.room is None:
             return res
         ev = res.get("evidence", {})

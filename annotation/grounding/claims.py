@@ -31,6 +31,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -252,6 +253,162 @@ def phrase_words(text: str) -> list[str]:
 def normalise_phrase(text: str) -> str:
     """`phrase_words` joined by single spaces (how time phrases are matched)."""
     return " ".join(phrase_words(text))
+
+
+# --------------------------------------------------------------------- tick bounds
+
+BoundKind = Literal["upper", "lower", "span", "point", "around"]
+
+UPPER_WORDS: tuple[str, ...] = ("until", "till", "by", "before", "up to", "through")
+"""Words that make "WORD tick N" an upper bound (QUACK's `_EXPLICIT_UPPER_TICK_RE`)."""
+LOWER_WORDS: tuple[str, ...] = ("from", "since", "after", "starting from", "starting at")
+"""Words that make "WORD tick N" a lower bound (QUACK's `_EXPLICIT_LOWER_TICK_RE`)."""
+AROUND_WORDS: tuple[str, ...] = ("around", "about", "near", "roughly", "approximately")
+"""Words that make "WORD tick N" an approximate instant (`AROUND_SAMPLES`)."""
+POINT_SAMPLES = 1
+"""A stated instant ("at tick N") or a span with both ends ("between ticks A and B") is
+read this many sample intervals wider on each side: poses are logged one sample interval
+apart and each holds until the next, so the pose holding tick N may lie up to one
+interval before it, and the next one shows where the speaker went."""
+AROUND_SAMPLES = 2
+"""An approximate instant ("around tick N") is read this many sample intervals wide on
+each side: one more sample each way than an exact instant."""
+
+_ALT = "|".join
+_N = r"(\d+)"
+_SPAN_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(rf"\bbetween tick {_N} and (?:tick )?{_N}\b"),
+    re.compile(
+        rf"\b(?:{_ALT(LOWER_WORDS)}) tick {_N} (?:to|until|till|through|and) (?:tick )?{_N}\b"
+    ),
+    re.compile(
+        rf"\b(?:(?:at|in|during|between|from) )?tick {_N} "
+        rf"(?:(?:to|through|and|until|till) )?{_N}\b"
+    ),
+)
+_AROUND_PATTERN = re.compile(rf"\b(?:{_ALT(AROUND_WORDS)}) tick {_N}\b")
+_UPPER_PATTERN = re.compile(rf"\b(?:{_ALT(UPPER_WORDS)}) tick {_N}\b")
+_LOWER_PATTERN = re.compile(rf"\b(?:{_ALT(LOWER_WORDS)}) tick {_N}(?: (?:on|onward))?\b")
+_POINT_PATTERN = re.compile(rf"\b(?:(?:at|in|during|on) )?tick {_N}\b")
+_GLUE = frozenset({"and", "then", "but"})
+
+
+@dataclass(frozen=True)
+class TickBounds:
+    """The explicit tick bounds a time phrase states (`tick_bounds`).
+
+    Ticks are the game's ticks (20 a second), as the scripted agents' speech names
+    them ("at tick 640"). `lower` / `upper` are as stated, None where the phrase sets
+    no bound on that side; `rest` is the phrase's normal form without the bound's
+    words (e.g. "whole time" for "the whole time until tick 12"), "" when nothing else
+    was said.
+    """
+
+    kind: BoundKind
+    lower: int | None
+    upper: int | None
+    rest: str
+
+    def span(self, sample_interval: int) -> tuple[int | None, int | None]:
+        """The ticks a claim is judged over: the stated bounds, widened for sampling.
+
+        A one-sided bound is taken as stated (the window runs on to the round's edge,
+        so it holds samples anyway); an instant or a span with both ends is widened by
+        `POINT_SAMPLES` sample intervals each side, an approximate instant by
+        `AROUND_SAMPLES`.
+
+        Args:
+            sample_interval: The game's pose spacing in ticks
+                (`Trajectory.sample_interval`).
+
+        Returns:
+            `(first_tick, last_tick)`; None for an unbounded side.
+        """
+        if self.kind in ("upper", "lower"):
+            return self.lower, self.upper
+        slack = max(0, sample_interval) * (
+            AROUND_SAMPLES if self.kind == "around" else POINT_SAMPLES
+        )
+        lo = None if self.lower is None else self.lower - slack
+        hi = None if self.upper is None else self.upper + slack
+        return lo, hi
+
+
+def tick_bounds(temporal: str | None) -> TickBounds | None:
+    """The explicit tick bounds of a time phrase, or None when it names no tick.
+
+    Read on the phrase's normal form (`normalise_phrase`: "ticks" = "tick", "8-11" =
+    "8 11", "1,050" = "1050"), first match wins in this order:
+
+    * a span: "between ticks A and B", "from tick A to B", "from tick A until tick B",
+      "ticks A-B", "ticks A to B" -> `span` (A and B in either order);
+    * an approximate instant: "around/about/near/roughly/approximately tick N" ->
+      `around`;
+    * one-sided bounds, either or both: "until/till/by/before/up to/through tick N"
+      (`UPPER_WORDS`) -> `upper`; "from/since/after/starting from/starting at tick N"
+      (`LOWER_WORDS`), optionally followed by "on"/"onward(s)" -> `lower`; both in one
+      phrase ("after tick 8 and before tick 11") -> `span`;
+    * an instant: "tick N", "at/in/during/on tick N" -> `point`.
+
+    Seconds are not read: the game's speech names ticks and steps only (the scripted
+    agents say "at tick N"; the model harness's views count steps).
+
+    Args:
+        temporal: The claim's time phrase as said (None: no phrase).
+
+    Returns:
+        The bounds, or None.
+    """
+    if not temporal:
+        return None
+    phrase = normalise_phrase(temporal)
+    if "tick" not in phrase.split():
+        return None
+    cuts: list[re.Match[str]] = []
+    kind: BoundKind
+    lower: int | None = None
+    upper: int | None = None
+    span = next((m for p in _SPAN_PATTERNS if (m := p.search(phrase))), None)
+    around = _AROUND_PATTERN.search(phrase)
+    if span is not None:
+        a, b = int(span.group(1)), int(span.group(2))
+        kind, lower, upper = "span", min(a, b), max(a, b)
+        cuts.append(span)
+    elif around is not None:
+        kind, lower, upper = "around", int(around.group(1)), int(around.group(1))
+        cuts.append(around)
+    else:
+        up = _UPPER_PATTERN.search(phrase)
+        low = _LOWER_PATTERN.search(phrase)
+        if up is None and low is None:
+            point = _POINT_PATTERN.search(phrase)
+            if point is None:
+                return None
+            kind, lower, upper = "point", int(point.group(1)), int(point.group(1))
+            cuts.append(point)
+        else:
+            if up is not None:
+                upper = int(up.group(1))
+                cuts.append(up)
+            if low is not None:
+                lower = int(low.group(1))
+                cuts.append(low)
+            kind = (
+                "span"
+                if up is not None and low is not None
+                else ("upper" if up is not None else "lower")
+            )
+            if lower is not None and upper is not None and lower > upper:
+                lower, upper = upper, lower
+    rest = phrase
+    for m in sorted(cuts, key=lambda m: m.start(), reverse=True):
+        rest = rest[: m.start()] + " " + rest[m.end() :]
+    words = rest.split()
+    while words and words[0] in _GLUE:
+        words.pop(0)
+    while words and words[-1] in _GLUE:
+        words.pop()
+    return TickBounds(kind=kind, lower=lower, upper=upper, rest=" ".join(words))
 
 
 _ACTIVITY_OF: dict[str, str] = {}

@@ -34,14 +34,19 @@ accusation, `true` when the target is an impostor, is kept as `evidence.quack_ve
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
 from annotation.grounding.audit import AuditedClaim, Duration, Window
-from annotation.grounding.claims import ACTIVITIES, CLAIM_TYPES, Claim, normalise_claim
+from annotation.grounding.claims import (
+    ACTIVITIES,
+    CLAIM_TYPES,
+    Claim,
+    normalise_claim,
+    tick_bounds,
+)
 from annotation.grounding.trajectory import NOT_ROOMS, MeetingRecord, Trajectory
 
 NAME = "quack"
@@ -84,10 +89,6 @@ SPAN_CUES: tuple[str, ...] = (
 OPENING_KEYWORDS: tuple[str, ...] = ("start", "beginning", "spawn", "respawn")
 """Substrings that clamp the window to the round's opening (QUACK
 `_TEMPORAL_OPENING_KEYWORDS`)."""
-UPPER_TICK = re.compile(r"\b(?:until|till|by|before|up\s+to|through)\s+tick\s+(\d+)\b")
-"""An explicit upper bound the speaker stated (QUACK `_EXPLICIT_UPPER_TICK_RE`)."""
-LOWER_TICK = re.compile(r"\b(?:from|since|after|starting\s+from|starting\s+at)\s+tick\s+(\d+)\b")
-"""An explicit lower bound the speaker stated (QUACK `_EXPLICIT_LOWER_TICK_RE`)."""
 OPENING_STEPS = 5
 """The opening clamp: the round's first step and the next five (QUACK: `round_start + 5`
 ticks, inclusive; one QUACK tick is one decision, our step)."""
@@ -184,15 +185,23 @@ def resolve_window(claim: Claim, traj: Trajectory, *, calling_step: bool) -> Win
 
     Source: QUACK `_determine_round_range`. The base window is the round's free roam
     before the meeting tick: the round's free-roam steps before the calling step. Then,
-    in order: (1) an explicit bound the speaker stated ("until/till/by/before/up to/
-    through tick N" narrows the end to N, "from/since/after/starting from/starting at
-    tick M" the start to M; only ever narrowing, N in the game's ticks); (2) a phrase
-    naming the start ("start", "beginning", "spawn", "respawn") with no span cue and no
-    upper bound clamps the window to the round's first `OPENING_STEPS` + 1 steps;
-    (3) with `calling_step` (`includes_calling_step`) and neither an upper bound nor the
-    clamp, the window runs through the calling step to the call. Any other phrase is the
-    base window: QUACK has no "last round", "earlier" or step phrases, and no phrase is
-    out of its vocabulary.
+    in order: (1) the explicit bounds the speaker stated
+    (`annotation.grounding.claims.tick_bounds`, shared with the default book, in the
+    game's ticks): an upper bound ("until/till/by/before/up to/through tick N") narrows
+    the end to N, a lower bound ("from/since/after/starting from/starting at tick M")
+    the start to M; an instant or a two-sided span ("at tick N", "around tick N",
+    "between ticks A and B", "ticks A-B") narrows both ends, widened for sampling as
+    `TickBounds.span` says. Bounds only ever narrow: a bound outside the base window is
+    clamped to its edge (QUACK never reads ticks the speaker did not have), so a stated
+    span wholly before the round is judged at the round's first moment and one wholly
+    after the call at the last moment before it. QUACK's code reads the one-sided forms
+    only; the instant and two-sided forms are read here as the intersection of their two
+    bounds. (2) A phrase naming the start ("start", "beginning", "spawn", "respawn")
+    with no span cue and no upper bound clamps the window to the round's first
+    `OPENING_STEPS` + 1 steps; (3) with `calling_step` (`includes_calling_step`) and
+    neither an upper bound nor the clamp, the window runs through the calling step to
+    the call. Any other phrase is the base window: QUACK has no "last round", "earlier"
+    or step phrases, and no phrase is out of its vocabulary.
 
     A round whose only free-roam step is the calling step has an empty base window:
     presence claims get the calling step, others none (QUACK's code would fall back to
@@ -217,13 +226,15 @@ def resolve_window(claim: Claim, traj: Trajectory, *, calling_step: bool) -> Win
     rules = ["round"]
     first_tick = base[0].start_tick if base else (call.start_tick if call else m.tick)
     last_tick = base[-1].end_tick if base else first_tick
+    bounds = tick_bounds(claim.temporal)
     if base:
-        if mt := UPPER_TICK.search(phrase):
-            last_tick = min(last_tick, max(first_tick, int(mt.group(1))))
+        lo, hi = bounds.span(traj.sample_interval) if bounds is not None else (None, None)
+        if hi is not None:
+            last_tick = min(last_tick, max(first_tick, hi))
             explicit_upper = True
             rules.append("until_tick")
-        if mt := LOWER_TICK.search(phrase):
-            first_tick = max(first_tick, min(last_tick, int(mt.group(1))))
+        if lo is not None:
+            first_tick = max(first_tick, min(last_tick, lo))
             rules.append("from_tick")
         span = any(cue in phrase for cue in SPAN_CUES)
         if not span and not explicit_upper and any(kw in phrase for kw in OPENING_KEYWORDS):
@@ -636,38 +647,68 @@ def verify_task(game: QuackGame, claim: Claim, w: Window, room: str | None) -> d
     return _result("wrong_room", f"task work in {rooms}, not {room}", "verify_activity_claim", **ev)
 
 
+def corridor_walks(states: Sequence[QuackState]) -> list[tuple[str, str]]:
+    """The moves of the corridor walks in a window: `(room left, room entered next)`.
+
+    Source: QUACK's `player_moved` event, logged when a walk starts with its source and
+    destination (`from`, `to`), so a walk whose arrival falls after the window still
+    names where it went. Here a walker's state carries the room it left (`origin`) and
+    the next room it enters in the round (`dest`, the arrival, wherever it falls); a
+    walk the round ended before any room was entered (`dest` None) names no move.
+    """
+    out: list[tuple[str, str]] = []
+    for s in states:
+        if s.transit and s.origin is not None and s.dest is not None:
+            pair = (s.origin, s.dest)
+            if pair not in out:
+                out.append(pair)
+    return out
+
+
 def verify_traveling(game: QuackGame, claim: Claim, w: Window, room: str | None) -> dict[str, Any]:
     """`traveling`: the subject moved in the window.
 
     Source: QUACK `verify_activity_claim` (traveling, its "Bug H"). Not moving between
     rooms (or into a corridor): `false`. Without a recognised room, any move is `true`.
     With one, a move from or to that room is `true`; moves that touched no claimed room
-    are `wrong_room`; a corridor walk with no move between two rooms is `unverifiable`.
-    Standing in the claimed room without moving is `false` (the default book: `true`, a
-    presence).
+    are `wrong_room`. A move is a change of room in the window or a corridor walk in it
+    (`corridor_walks`): a walk counts for the room it left and the room it enters next,
+    as QUACK's move event names both when the walk starts, so "heading to X" on a walk
+    toward X is `true` even when X is reached after the window, and a walk toward
+    another room is `wrong_room`. Only a walk into no room at all (the round ended in
+    the corridor) is `unverifiable`. Standing in the claimed room without moving is
+    `false` (the default book: `true`, a presence).
     """
     states = game.states_in(claim.subject, w)
     chain = visit_chain(states)
-    moves = list(zip(chain, chain[1:], strict=False))
+    changes = list(zip(chain, chain[1:], strict=False))
+    walks = corridor_walks(states)
+    moves = changes + [pair for pair in walks if pair not in changes]
     moved = bool(moves) or any(s.transit for s in states)
     ev: dict[str, Any] = {
         "activity": "traveling",
         "steps": [w.first_step, w.last_step],
         "ticks": [w.first_tick, w.last_tick],
         "moves": [{"from": a, "to": b} for a, b in moves],
+        "corridor_walks": [{"from": a, "to": b} for a, b in walks],
     }
     if not moved:
         return _result("false", "did not move in the window", "verify_activity_claim", **ev)
     if room is None:
         return _result("true", "moved in the window", "verify_activity_claim", **ev)
     if any(room in pair for pair in moves):
-        return _result(
-            "true", f"moved with {room} as source or destination", "verify_activity_claim", **ev
-        )
+        if any(room in pair for pair in changes):
+            why = f"moved with {room} as source or destination"
+        elif any(room == b for _, b in walks):
+            why = f"walked a corridor toward {room} (its destination)"
+        else:
+            why = f"walked a corridor out of {room}"
+        return _result("true", why, "verify_activity_claim", **ev)
     if not moves:
         return _result(
             "unverifiable",
-            f"walked a corridor but made no move between rooms to check {room} against",
+            f"walked a corridor into no room before the round ended: nothing to check "
+            f"{room} against",
             "verify_activity_claim",
             **ev,
         )

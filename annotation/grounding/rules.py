@@ -105,9 +105,11 @@ RULES: tuple[Rule, ...] = (
         "audit.resolve_window",
         "quack_rules.resolve_window",
         "_determine_round_range",
-        "the round before the calling step; explicit tick bounds narrow it; a phrase "
-        "naming the start takes the first 6 steps; every other phrase is the round "
-        "(nothing is out of vocabulary, no 'last round', 'earlier' or step phrases)",
+        "the round before the calling step; explicit tick bounds (the same forms) only "
+        "narrow it, a bound outside it clamped to its edge (here: the round holding the "
+        "stated ticks); a phrase naming the start takes the first 6 steps; every other "
+        "phrase is the round (nothing is out of vocabulary, no 'last round', 'earlier' or "
+        "step phrases)",
     ),
     Rule(
         "the calling step",
@@ -174,7 +176,9 @@ RULES: tuple[Rule, ...] = (
         "quack_rules.verify_traveling",
         "verify_activity_claim (traveling)",
         "a move into or out of the claimed room, not presence: standing there is false; "
-        "moves touching no claimed room are wrong_room, also without a trace",
+        "a corridor walk is a move from the room left to the room entered next (here: a "
+        "walk toward the room at the window's end); moves touching no claimed room are "
+        "wrong_room, also without a trace",
     ),
     Rule(
         "waiting",

@@ -191,15 +191,15 @@ def test_activities_leave_the_calling_step_out_in_quack() -> None:
 
 def test_explicit_bounds_only_narrow_and_drop_the_calling_step() -> None:
     t = call_step_game()
-    # Red reached medbay at tick 100, in the calling step. "by tick 150": the default
-    # book reads the steps holding tick 150; QUACK bounds the base window (no calling
-    # step) at 150.
+    # Red reached medbay at tick 100, in the calling step. "by tick 150": both books
+    # end the window at tick 150; the default book keeps the calling step's first half,
+    # QUACK bounds the base window (no calling step) at 150.
     by = claim(type="location", room="medbay", temporal="by tick 150")
     mine, quack = both(t, by)
     assert (mine.verdict, quack.verdict) == ("true", "false")
-    assert "until_tick" in quack.evidence["rule"]
+    assert "until_tick" in quack.evidence["rule"] and mine.evidence["rule"] == "until_tick"
     until = claim(type="location", room="medbay", temporal="until tick 150")
-    assert verdicts(t, until) == ("unverifiable", "false")
+    assert verdicts(t, until) == ("true", "false")
     # A bound never widens: "until tick 900" is still the round before the call.
     (wide,) = audit_claims(
         t, [claim(type="location", room="admin", temporal="until tick 900")], rules="quack"
