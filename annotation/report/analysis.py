@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 import annotation.report.core  # noqa: F401  (registers the results every study gets)
+import annotation.report.ratings  # noqa: F401  (registers the ratings board)
 import annotation.report.rq1  # noqa: F401  (registers the RQ1 results)
 import annotation.report.rq2  # noqa: F401  (registers the RQ2 results)
 from annotation import stats
@@ -101,8 +102,8 @@ FINDING_COLUMNS = [
     "filter_reason",
 ]
 RESULT_MODULES: tuple[str, ...] = ()
-"""Further modules of registered results, imported when `analyze` runs (`core`, `rq1`
-and `rq2` are imported with this module)."""
+"""Further modules of registered results, imported when `analyze` runs (`core`, `rq1`,
+`rq2` and `ratings` are imported with this module)."""
 
 
 def _tournament_table(folders: list[Path], name: str) -> pd.DataFrame | None:

@@ -4,7 +4,7 @@ A subcommand is a `Command`: its name, `add_parser(subparsers)` (registers its p
 and `run(args) -> int` (carries it out). Each package names its commands in the
 `mineamongus.commands` entry-point group of `pyproject.toml` (the controller its own,
 `play`, `replay`, `tournament` and `collect`; `annotation` its `annotate`, `analyze`,
-`audit` and `view`), each entry point a `Command`; a test or a plugin may also call
+`audit`, `rank` and `view`), each entry point a `Command`; a test or a plugin may also call
 `register`. The controller never imports the packages above it: it finds their commands
 here.
 

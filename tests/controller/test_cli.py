@@ -139,12 +139,13 @@ def test_every_command_is_registered_by_the_package_that_owns_it() -> None:
         "annotate",
         "audit",
         "collect",
+        "rank",
         "tournament",
         "view",
     ]
     for name in ("play", "replay", "tournament", "collect"):
         assert owners[name] == f"controller.commands.{name}"
-    for name in ("annotate", "analyze", "audit", "view"):
+    for name in ("annotate", "analyze", "audit", "rank", "view"):
         assert owners[name] == f"annotation.commands.{name}"
 
 

@@ -123,7 +123,7 @@ def test_a_game_plays_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> N
         assert Path(path).resolve().is_relative_to(site), f"{path} is not the installed copy"
     # Outside the checkout, the commands come from the installed entry points alone.
     helped = _run([str(py), "-m", "controller.cli", "--help"], cwd=work, env=env)
-    listed = "{play,replay,analyze,annotate,audit,collect,tournament,view}"
+    listed = "{play,replay,analyze,annotate,audit,collect,rank,tournament,view}"
     assert listed in helped, helped
     run = tmp_path / "run"
     _run(
