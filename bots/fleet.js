@@ -8,8 +8,9 @@ const mineflayer = require('mineflayer')
 const { pathfinder, Movements } = require('mineflayer-pathfinder')
 const { Vec3 } = require('vec3')
 const { blockStateId } = require('./server')
+const { fastBlockAt } = require('./speedups')
 const {
-  BridgeError, log, sleep, waitFor, tick, round,
+  BridgeError, log, sleep, waitFor, tick, round, physics, physicsDriver,
   yawToProtocol, pitchToProtocol, yawFromProtocol, pitchFromProtocol
 } = require('./util')
 
@@ -243,6 +244,9 @@ class Fleet {
       checkTimeoutInterval: 60000
     })
     bot.loadPlugin(pathfinder)
+    // Its physics steps come from the runtime's scheduler, not mineflayer's own timer.
+    bot.loadPlugin(physicsDriver(physics))
+    bot.loadPlugin(fastBlockAt)
     bot.on('error', (err) => log(`bot ${username} error:`, err.message))
     await new Promise((resolve, reject) => {
       const timer = setTimeout(() => done(new BridgeError('join_timeout', `${username} did not spawn within ${SPAWN_TIMEOUT_MS / 1000} s`)), SPAWN_TIMEOUT_MS)
@@ -308,6 +312,27 @@ class Fleet {
     })
   }
 
+  /**
+   * True when the embedded server has read every byte each connected bot sent it and
+   * each bot every byte the server sent it: the server has taken every movement of the
+   * last physics round and the other bots have its updates (the scheduler waits for
+   * this before the next round at a speed above real time). Always true on an
+   * external server, whose side of the connection is out of sight.
+   */
+  netQuiet () {
+    if (!this.ops || this.ops.kind !== 'embedded') return true
+    const server = this.ops.server
+    for (const a of this.agents.values()) {
+      if (!a.connected || !a.bot || !a.bot._client) continue
+      const mine = a.bot._client.socket
+      const player = server.playerByName(a.username)
+      const theirs = player && player._client ? player._client.socket : null
+      if (!mine || !theirs) continue
+      if (theirs.bytesRead < mine.bytesWritten || mine.bytesRead < theirs.bytesWritten) return false
+    }
+    return true
+  }
+
   /** True once every connected agent sees every other connected agent as a named player entity. */
   _missingVisibility () {
     const missing = []
@@ -350,6 +375,9 @@ class Fleet {
       return { id: b.id, username: b.username, pos: vec3Of(b.pos, `bots[${i}].pos`), yaw: finiteOr(b.yaw, 0, `bots[${i}].yaw`), pitch: finiteOr(b.pitch, 0, `bots[${i}].pitch`) }
     })
     const external = Boolean(args.external)
+    if (external && physics.speed !== 1) {
+      throw new BridgeError('bad_request', `speed ${physics.speedName()} needs the embedded server: a server we do not run may enforce movement speed, so an external server plays at real time (speed 1)`)
+    }
     this.conn = { host: args.host ?? '127.0.0.1', port: args.port, version: args.version ?? '1.20.1' }
     if (!Number.isInteger(this.conn.port) || this.conn.port <= 0) throw new BridgeError('bad_request', 'port must be a positive integer')
     const t0 = Date.now()

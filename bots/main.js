@@ -12,7 +12,9 @@ const fs = require('fs')
 const net = require('net')
 const path = require('path')
 const readline = require('readline')
-const { BridgeError, gameClock, log, tick, sleep } = require('./util')
+const { BridgeError, gameClock, log, tick, sleep, physics, parseSpeed } = require('./util')
+const { memoiseMinecraftData } = require('./speedups')
+memoiseMinecraftData() // before any bot or server loads its version data
 const { EmbeddedServer } = require('./server')
 const { Fleet } = require('./fleet')
 const { ProgramRunner } = require('./programs')
@@ -80,13 +82,40 @@ function packageVersion (name) {
   return null
 }
 
+// A CPU profile of the batches (`MAU_CPU_PROFILE=/abs/file.cpuprofile`): started with
+// the first run_programs, so start-up (chunk generation, joins) is left out, and
+// written at shutdown. Open it in Chrome's DevTools (Performance panel).
+let profiler = null
+
+function startProfile () {
+  const file = process.env.MAU_CPU_PROFILE
+  if (!file || profiler) return
+  const inspector = require('inspector')
+  profiler = { session: new inspector.Session(), file }
+  profiler.session.connect()
+  profiler.session.post('Profiler.enable', () => profiler.session.post('Profiler.start'))
+  log(`CPU profile of the batches: ${file}`)
+}
+
+function writeProfile () {
+  if (!profiler) return Promise.resolve()
+  const { session, file } = profiler
+  return new Promise(resolve => {
+    session.post('Profiler.stop', (err, result) => {
+      if (err) log('CPU profile failed:', err)
+      else fs.writeFileSync(file, JSON.stringify(result.profile))
+      resolve()
+    })
+  })
+}
+
 // ---- operations -------------------------------------------------------------------
 
 const handlers = {
   async hello () {
     const packages = {}
     for (const p of PACKAGES) packages[p] = packageVersion(p)
-    return { node: process.version, packages, tick: tick() }
+    return { node: process.version, packages, tick: tick(), speed: physics.speedName() }
   },
 
   async start_server (args) {
@@ -97,8 +126,14 @@ const handlers = {
     if (args.port !== undefined && (!Number.isInteger(args.port) || args.port < 0 || args.port > 65535)) {
       throw new BridgeError('bad_request', `port must be an integer 0..65535, got ${args.port}`)
     }
+    const speed = parseSpeed(args.speed)
     server = await EmbeddedServer.start(args)
-    return { host: server.host, port: server.port, version: server.version }
+    // The pace of a batch's physics rounds; above real time, each round also waits
+    // until the server has passed the last one's movements on (fleet.netQuiet).
+    physics.quiet = () => fleet.netQuiet()
+    physics.setSpeed(speed === Infinity ? 'max' : speed)
+    log(`simulation speed: ${physics.speedName()}`)
+    return { host: server.host, port: server.port, version: server.version, speed: physics.speedName() }
   },
 
   async connect (args) {
@@ -122,6 +157,7 @@ const handlers = {
   },
 
   async run_programs (args) {
+    startProfile()
     return runner.run(args)
   },
 
@@ -162,7 +198,9 @@ const handlers = {
   },
 
   async inspect (args) {
-    return fleet.inspect(args)
+    const out = fleet.inspect(args)
+    out.physics = { speed: physics.speedName(), ...physics.stats }
+    return out
   },
 
   async drop (args) {
@@ -269,6 +307,7 @@ async function shutdown (code) {
   // Never hang on the way out.
   setTimeout(() => process.exit(code), 4000).unref()
   try {
+    await writeProfile()
     if (renderService) renderService.close()
     await Promise.race([fleet.quitAll(), sleep(2000)])
     if (server) await Promise.race([server.close(), sleep(1500)])

@@ -17,8 +17,9 @@ const MIN_GOTO_RANGE = 0.3
 // allow this much slack, the last stretch is walked in a straight line ("nudge").
 const NODE_SLACK = 0.75
 const NUDGE_MAX_TICKS = 60
-// goto re-plans when the bot has not moved for this long (pathfinder stuck).
-const STALL_MS = 2000
+// goto re-plans when the bot has not moved for this many of its physics steps
+// (pathfinder stuck): 2 s of game time.
+const STALL_STEPS = 40
 const GOTO_ATTEMPTS = 3
 // After an abort, how long to wait for the step loop to unwind before answering.
 const UNWIND_MS = 1000
@@ -183,6 +184,42 @@ class GoalWithin extends goals.Goal {
   }
 }
 
+function pathError (name, message) {
+  return Object.assign(new Error(message), { name })
+}
+
+/**
+ * Sets `goal` and settles when the pathfinder reaches it (resolves) or gives it up
+ * (rejects with NoPath, Timeout, GoalChanged or PathStopped), as mineflayer-
+ * pathfinder's own `goto` does, but without its wall-clock timer: it settles when the
+ * physics step that decided it is over, so the next step of a program starts on the
+ * same tick at any simulation speed.
+ */
+function walkTo (bot, goal) {
+  return new Promise((resolve, reject) => {
+    const listeners = {
+      goal_reached: () => finish(null),
+      path_update: (results) => {
+        // an empty path: nothing left to walk (the caller measures where it stands)
+        if (results.path.length === 0) finish(null)
+        else if (results.status === 'noPath') finish(pathError('NoPath', 'no path to the goal'))
+        else if (results.status === 'timeout') finish(pathError('Timeout', 'the pathfinder ran out of thinking time'))
+      },
+      goal_updated: (newGoal) => {
+        if (newGoal !== goal) finish(pathError('GoalChanged', 'the goal changed before it was reached'))
+      },
+      path_stop: () => finish(pathError('PathStopped', 'the path was stopped before the goal'))
+    }
+    function finish (err) {
+      for (const [name, fn] of Object.entries(listeners)) bot.removeListener(name, fn)
+      if (err) reject(err)
+      else resolve()
+    }
+    for (const [name, fn] of Object.entries(listeners)) bot.on(name, fn)
+    bot.pathfinder.setGoal(goal)
+  })
+}
+
 function waitPhysicsTicks (bot, n, signal) {
   return abortable(bot.waitForTicks(n), signal)
 }
@@ -279,30 +316,33 @@ class ProgramRunner {
   }
 
   /**
-   * bot.pathfinder.goto() with a watchdog: if the bot makes no progress for
-   * STALL_MS while the goal is set, the goal is dropped. Resolves true if stalled.
+   * Walks to `goal` with the pathfinder and a watchdog: if the bot makes no progress
+   * for STALL_STEPS of its physics steps while the goal is set, the goal is dropped.
+   * Resolves true if stalled. Everything here counts physics steps, never wall time,
+   * so a walk goes the same at any simulation speed.
    */
   async pathfindWithWatchdog (bot, goal, signal, step) {
     let stalled = false
     let lastPos = bot.entity.position.clone()
-    let lastProgress = Date.now()
-    const timer = setInterval(() => {
+    let still = 0
+    const onStep = () => {
       const p = bot.entity.position
       if (p.distanceTo(lastPos) > 0.2) {
         lastPos = p.clone()
-        lastProgress = Date.now()
-      } else if (Date.now() - lastProgress > STALL_MS && bot.pathfinder.goal === goal) {
+        still = 0
+      } else if (++still > STALL_STEPS && bot.pathfinder.goal === goal) {
         stalled = true
-        bot.pathfinder.setGoal(null) // makes goto() reject with GoalChanged
+        bot.pathfinder.setGoal(null) // ends the walk with GoalChanged
       }
-    }, 100)
+    }
+    bot.on('physicsTick', onStep)
     try {
-      await abortable(bot.pathfinder.goto(goal), signal)
+      await abortable(walkTo(bot, goal), signal)
     } catch (err) {
       if (err instanceof Aborted) throw err
       if (!stalled) throw new StepFailed(`goto ${step.pos}: ${err.name === 'NoPath' ? 'no path' : err.message}`)
     } finally {
-      clearInterval(timer)
+      bot.removeListener('physicsTick', onStep)
     }
     return stalled
   }
@@ -610,6 +650,11 @@ class ProgramRunner {
     } finally {
       clearInterval(watchdog)
       for (const [a, fn] of gone) a.removeListener('gone', fn)
+      // Every clocked bot stands still from its batch's end on (keys, path and
+      // horizontal velocity cleared) before the closing poses are read: it stands
+      // between batches exactly where this report says, and the next batch's first
+      // sample finds it there.
+      for (const id of clocked.keys()) stopBot(this.fleet.agents.get(id)?.bot)
       sampler.stop()
       players = this.fleet.poses()
       const last = sampler.samples.ticks.length - 1

@@ -161,12 +161,35 @@ class BotRenderer {
 
     const pos = this.bot.entity.position
     this.worldView = new WorldView(this.bot.world, settings.view_distance, pos)
-    this.worldView.on('loadChunk', ({ x, z, chunk }) => { if (!this.disposed) this.world.addColumn(x, z, chunk) })
-    this.worldView.on('unloadChunk', ({ x, z }) => { if (!this.disposed) this.world.removeColumn(x, z) })
+    // The WorldView decides which columns a frame shows (those around the bot's chunk);
+    // their meshes are kept when they leave that view and drawn again, not meshed
+    // again, when they come back (`inView`, applied in draw()). Meshing a column also
+    // re-meshes its four neighbours, and a bot walking across the map would otherwise
+    // have the same columns meshed at every frame that follows it (seconds a step,
+    // paid while the controller waits). A column the bot's client received anew
+    // (`fresh`) is meshed again.
+    this.inView = new Set() // 'x,z' (block coordinates) of the columns a frame shows
+    this.kept = new Set() // columns the mesher has
+    this.fresh = new Set() // kept columns the client has received again since
+    this.worldView.on('loadChunk', ({ x, z, chunk }) => {
+      if (this.disposed) return
+      const key = `${x},${z}`
+      this.inView.add(key)
+      if (this.kept.has(key) && !this.fresh.has(key)) return
+      this.fresh.delete(key)
+      this.kept.add(key)
+      this.world.addColumn(x, z, chunk)
+    })
+    this.worldView.on('unloadChunk', ({ x, z }) => { this.inView.delete(`${x},${z}`) })
 
     // World changes come from the bot's client (cheap: no meshing on this thread).
     this.listeners = [
-      ['chunkColumnLoad', (p) => { if (!this.disposed) this.worldView.loadChunk(p).catch(err => log(`render ${agent.id}: chunk load failed:`, err)) }],
+      ['chunkColumnLoad', (p) => {
+        if (this.disposed) return
+        const key = `${p.x},${p.z}`
+        if (this.kept.has(key)) this.fresh.add(key)
+        this.worldView.loadChunk(p).catch(err => log(`render ${agent.id}: chunk load failed:`, err))
+      }],
       ['blockUpdate', (oldBlock, newBlock) => {
         const b = newBlock || oldBlock
         if (this.disposed || !b || !b.position) return
@@ -264,6 +287,10 @@ class BotRenderer {
    */
   draw (hidden = NOBODY) {
     const e = this.bot.entity
+    for (const [key, mesh] of Object.entries(this.world.sectionMeshs)) {
+      const [x, , z] = key.split(',')
+      mesh.visible = this.inView.has(`${x},${z}`)
+    }
     this.syncEntities(hidden)
     this.camera.position.set(e.position.x, e.position.y + EYE_HEIGHT, e.position.z)
     this.camera.rotation.set(e.pitch, e.yaw, 0, 'ZYX')

@@ -65,7 +65,7 @@ class EmbeddedServer {
     }
     const mcServer = require('flying-squid')
     const serv = mcServer.createMCServer(settings)
-    applySquidFixes(serv, { spawn, ops: args.ops || [] })
+    applySquidFixes(serv, { spawn, ops: args.ops || [], viewDistance })
     await new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new BridgeError('server_start', 'flying-squid did not become ready within 15 s')), 15000)
       serv.once('error', (err) => {

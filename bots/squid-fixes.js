@@ -35,14 +35,33 @@
 //  * flying-squid's per-player error handler would quit the server and exit the
 //    process on any uncaught exception; it is disabled through the `debug` setting
 //    (see server.js), and the bridge handles uncaught exceptions itself.
+//  * a chunk column that no player has loaded any more is dropped from the world, and
+//    with nothing saved to disk it comes back as freshly generated ground: the map
+//    that set_blocks built there would be gone (all bots on one side of a map wider
+//    than their view). Columns now stay in the world for good.
+//  * every 16 blocks a player walks, the chunks behind its view are unloaded and
+//    those ahead sent again, each a map_chunk to serialise, compress and parse: with
+//    eight bots crossing a map this was a large share of the runtime's CPU per tick.
+//    A player now keeps every chunk it was sent (the map and the ground around it,
+//    a bounded set) and is only sent the ones new to it.
 //
 // Not needed on 1.20.1 (so not fixed): #1 (no entity type for players on 1.20.2+) and
 // #4 (teleport packet layout on 1.21.2+).
 
 const { Vec3 } = require('vec3')
 
-function applySquidFixes (serv, { spawn, ops }) {
+const sleep = (ms) => new Promise(resolve => setTimeout(resolve, ms))
+
+function applySquidFixes (serv, { spawn, ops, viewDistance }) {
   const opSet = new Set(ops || [])
+
+  // --- columns stay in the world (see above) -------------------------------------------
+  serv._worldUnloadPlayerChunk = (chunkX, chunkZ, player) => {
+    const id = chunkX + ',' + chunkZ
+    delete player.loadedChunks[id]
+    if (serv._worldChunksUsed[id] > 0) serv._worldChunksUsed[id]--
+    return false
+  }
 
   // --- #3: hide players that have not finished joining -----------------------------
   const origGetNearbyEntities = serv.getNearbyEntities
@@ -164,6 +183,33 @@ function applySquidFixes (serv, { spawn, ops }) {
       }
       return origChat(message)
     }
+
+    // --- chunks are sent once and kept (see above): the nearest first, as flying-squid
+    // orders them, 5 ms apart as its own sending is.
+    player.worldSendRestOfChunks = async () => {
+      player.sendingChunks = true
+      try {
+        player.lastPositionChunkUpdated = player.position
+        const view = Math.min(player.view ?? viewDistance, viewDistance)
+        const cx = Math.floor(player.position.x / 16)
+        const cz = Math.floor(player.position.z / 16)
+        const wanted = []
+        for (let dx = -view; dx <= view; dx++) {
+          for (let dz = -view; dz <= view; dz++) wanted.push([cx + dx, cz + dz, Math.max(Math.abs(dx), Math.abs(dz))])
+        }
+        wanted.sort((a, b) => a[2] - b[2])
+        for (const [x, z] of wanted) {
+          if (player.disconnected || client.ended) return
+          if (!serv._worldLoadPlayerChunk(x, z, player)) continue
+          const column = await player.world.getColumn(x, z)
+          await player.sendChunk(x, z, column)
+          await sleep(5)
+        }
+      } finally {
+        player.sendingChunks = false
+      }
+    }
+    player.worldSendAllChunks = player.worldSendRestOfChunks
 
     // Drop writes to a connection that has ended (leaked timers keep writing).
     client.once('end', () => {

@@ -11,12 +11,17 @@ const { performance } = require('perf_hooks')
 // controller spends between batches (models deciding, frames rendering) is not game
 // time. It reads nothing from the server, so it behaves the same on the embedded and
 // on an external server; see "Game clock" in docs/bridge-protocol.md.
-const T0 = performance.now()
+// `wallNow` is performance.now() as the runtime found it: while a bot's physics step
+// runs, the physics driver below makes `performance.now()` read that bot's physics
+// time, and the process clock must not follow it.
+const wallNow = performance.now.bind(performance)
+const OWN_NOW = Object.getOwnPropertyDescriptor(performance, 'now') // none on Node 20
+const T0 = wallNow()
 const MS_PER_TICK = 50
 
 /** Milliseconds since start-up (process clock). */
 function clockMs () {
-  return performance.now() - T0
+  return wallNow() - T0
 }
 
 /**
@@ -24,12 +29,13 @@ function clockMs () {
  * batch's bots ("clocked" bots: those with a program); each of them counts the
  * physics steps it simulates (mineflayer's `physicsTick`), and the clock stands at the
  * fewest steps any clocked bot has simulated since the batch began: tick t has passed
- * only once every clocked bot has simulated its step t. A stalled event loop stalls
- * mineflayer's physics and so the clock with it; the steps mineflayer then catches up
- * (at most a few per callback) are counted one by one, so no bot ever covers more
- * than one step of walking per tick. Every clocked bot's pose after each of its steps
- * is kept for the batch (`poseAt`), so samples and rule events read each bot where it
- * stood at that very tick, whichever bot has run ahead.
+ * only once every clocked bot has simulated its step t. The physics scheduler below
+ * steps every bot once per round and never a clocked bot that is ahead of the clock,
+ * so the clock moves one tick per round, at the pace of the simulation speed, and a
+ * busy event loop only makes the rounds come later: no bot ever covers more than one
+ * step of walking per tick. Every clocked bot's pose after each of its steps is kept
+ * for the batch (`poseAt`), so samples and rule events read each bot where it stood at
+ * that very tick.
  *
  * With no clocked bot (a batch of no valid programs) the clock does not move.
  */
@@ -43,6 +49,7 @@ class GameClock {
     this.onTick = [] // functions called with each tick the clock reaches
     this.pauses = 0
     this.frozen = false
+    this.scheduler = null // the PhysicsScheduler stepping the bots, told of every change
   }
 
   /** The current tick. */
@@ -68,6 +75,26 @@ class GameClock {
       bot.on('physicsTick', entry.listener)
       this.clocked.set(id, entry)
     }
+    this._wake()
+  }
+
+  /** Tells the physics scheduler that the clock's state changed (its pace follows it). */
+  _wake () {
+    if (this.scheduler) this.scheduler.wake()
+  }
+
+  /**
+   * True when `bot` is clocked and has simulated more steps than the clock stands at:
+   * it waits for the slowest bot.
+   */
+  ahead (bot) {
+    for (const e of this.clocked.values()) if (e.bot === bot) return e.steps > this.lead
+    return false
+  }
+
+  /** True while a batch's ticks are being played (running, neither frozen nor held). */
+  playing () {
+    return this.running && !this.frozen && this.pauses === 0
   }
 
   _stepped (id, entry) {
@@ -112,9 +139,8 @@ class GameClock {
   /**
    * Calls `fn` synchronously the moment the clock reaches `target`, before any further
    * step is counted. A promise from `until` settles only after the current callback:
-   * when mineflayer catches up several physics steps in one callback (a busy event
-   * loop), the clock may stand past `target` by then. A deadline must act on its own
-   * tick, so it uses this.
+   * were several physics steps run in one callback, the clock could stand past
+   * `target` by then. A deadline must act on its own tick, so it uses this.
    */
   at (target, fn) {
     if (this.tick() >= target) fn()
@@ -138,7 +164,8 @@ class GameClock {
 
   /**
    * Holds physics (and so the clock) while the rules judge an event: no bot moves on
-   * between a rule event and the rules' answer. Nested holds release with the last.
+   * between a rule event and the rules' answer (the scheduler plays no round while
+   * held). Nested holds release with the last.
    */
   pause () {
     this.pauses++
@@ -156,6 +183,7 @@ class GameClock {
         e.bot.physicsEnabled = true
         e.lastStepMs = now // a hold is no stall
       }
+      this._wake()
     }
   }
 
@@ -181,7 +209,10 @@ class GameClock {
    * froze it at its rule event's tick): the programs' unwinding is not game time.
    */
   freeze () {
-    if (this.running) this.frozen = true
+    if (this.running) {
+      this.frozen = true
+      this._wake()
+    }
   }
 
   /** Stops the clock at the tick it stands on. */
@@ -197,6 +228,7 @@ class GameClock {
     this.clocked.clear()
     this.pauses = 0
     this.frozen = false
+    this._wake()
   }
 }
 
@@ -207,6 +239,234 @@ function poseRow (e) {
 }
 
 const gameClock = new GameClock()
+
+// ---- the physics scheduler ----------------------------------------------------------
+// Mineflayer steps each bot's physics on a timer of its own, every 50 ms of wall time
+// (lib/plugins/physics.js: `doPhysics`, which runs as many 50 ms steps as have
+// passed, at most 4 per call). The runtime takes that timer over (`physicsDriver`) and
+// steps every bot from one scheduler instead, all bots in the same round, so no bot
+// runs ahead of another. While a batch plays, rounds follow each other at the pace of
+// the `speed` setting: 1 = real time (a round every 50 ms), N = N times real time,
+// `max` = as soon as the previous round is through: its packets read by the embedded
+// server, the server's updates read by every bot (`quiet`), and everything the round
+// set off (programs, rule events) run. While the rules hold the clock no round runs;
+// between batches (and while a frozen batch unwinds) the bots idle: a round every
+// 50 ms, as mineflayer itself would step them.
+
+/** A speed setting as a multiple of real time (`Infinity` for `max`); 1 if absent. */
+function parseSpeed (speed) {
+  if (speed === undefined || speed === null) return 1
+  if (speed === 'max') return Infinity
+  if (Number.isInteger(speed) && speed >= 1 && speed <= 1000) return speed
+  throw new BridgeError('bad_request', `speed must be an integer 1..1000 or "max", got ${JSON.stringify(speed)}`)
+}
+
+const IDLE_MS = MS_PER_TICK
+const CATCH_UP_ROUNDS = 4 // a late paced round is caught up, but never more than this many
+const QUIET_CAP_MS = 20 // most wall time a round waits for the server's updates
+
+class PhysicsScheduler {
+  /**
+   * @param {GameClock} clock the game clock whose batches set the pace
+   * @param {object} [timers] the timer functions and clock to use (default: Node's)
+   */
+  constructor (clock, timers = {}) {
+    this.clock = clock
+    clock.scheduler = this
+    this.speed = 1 // a multiple of real time; Infinity for `max`
+    this.drivers = [] // { bot, step() } in join order
+    this.quiet = null // () => boolean: the network between bots and server is idle
+    this.handle = null
+    this.due = 0 // process-clock ms of the next paced round
+    this.pacing = false // the pending round is a batch round (paced by speed)
+    this.timers = {
+      setTimeout: timers.setTimeout || setTimeout,
+      clearTimeout: timers.clearTimeout || clearTimeout,
+      setImmediate: timers.setImmediate || setImmediate,
+      clearImmediate: timers.clearImmediate || clearImmediate,
+      now: timers.now || clockMs
+    }
+    this.stats = { rounds: 0, steps: 0, quiet_waits: 0, quiet_capped: 0, extra_steps: 0 }
+  }
+
+  /** Sets the pace of batch rounds: an integer >= 1 or 'max'. */
+  setSpeed (speed) {
+    this.speed = parseSpeed(speed)
+    this.wake()
+  }
+
+  /** The speed setting as the protocol writes it. */
+  speedName () {
+    return this.speed === Infinity ? 'max' : this.speed
+  }
+
+  /** Steps `driver.step()` once per round from now on (a bot that joined). */
+  attach (driver) {
+    if (!this.drivers.includes(driver)) this.drivers.push(driver)
+    this.wake()
+  }
+
+  /** Stops stepping a driver (its bot left). */
+  detach (driver) {
+    this.drivers = this.drivers.filter(d => d !== driver)
+  }
+
+  /**
+   * Re-plans the next round after a change of the clock's state: a batch that starts
+   * or resumes gets its next round at once, a stopped or frozen one idles.
+   */
+  wake () {
+    this._cancel()
+    if (this.drivers.length === 0) return
+    if (this.clock.playing()) {
+      this.due = this.timers.now()
+      this._next(true)
+    } else if (this.clock.running && this.clock.pauses > 0) {
+      // held for a rule event: no round until the clock resumes (resume wakes us)
+    } else {
+      this.due = this.timers.now() + IDLE_MS
+      this._next(false)
+    }
+  }
+
+  _cancel () {
+    if (!this.handle) return
+    if (this.handle.kind === 'timeout') this.timers.clearTimeout(this.handle.h)
+    else this.timers.clearImmediate(this.handle.h)
+    this.handle = null
+  }
+
+  /**
+   * Schedules the next round: always after at least one turn of the event loop (the
+   * programs' continuations and the sockets' I/O run between two rounds); a batch round
+   * also waits for the network to be quiet, then for its due time.
+   */
+  _next (batch) {
+    this.pacing = batch
+    const since = this.timers.now()
+    const check = () => {
+      this.handle = null
+      const now = this.timers.now()
+      if (batch && this.quiet && !this.quiet()) {
+        if (now - since < QUIET_CAP_MS) {
+          this.stats.quiet_waits++
+          this.handle = { kind: 'immediate', h: this.timers.setImmediate(check) }
+          return
+        }
+        this.stats.quiet_capped++
+      }
+      const wait = this.due - now
+      if (wait >= 1) {
+        this.handle = { kind: 'timeout', h: this.timers.setTimeout(() => { this.handle = null; this._round() }, Math.floor(wait)) }
+      } else {
+        this._round()
+      }
+    }
+    this.handle = { kind: 'immediate', h: this.timers.setImmediate(check) }
+  }
+
+  /** One round: every bot's physics steps once (a clocked bot ahead of the clock waits). */
+  _round () {
+    const clock = this.clock
+    const batch = clock.playing()
+    if (clock.running && clock.pauses > 0) return // held: resume() wakes the loop
+    const before = clock.tick()
+    for (const d of this.drivers.slice()) {
+      if (clock.running && clock.pauses > 0) break // a rule event took hold mid-round
+      if (batch && clock.ahead(d.bot)) continue
+      const extra = d.step()
+      this.stats.steps++
+      if (extra > 0) this.stats.extra_steps += extra
+    }
+    this.stats.rounds++
+    if (this.handle) return // a wake() during the round planned the next one
+    if (batch && clock.playing() && clock.tick() > before) {
+      const interval = this.speed === Infinity ? 0 : MS_PER_TICK / this.speed
+      this.due = Math.max(this.due + interval, this.timers.now() - CATCH_UP_ROUNDS * interval)
+      this._next(true)
+    } else if (clock.running && clock.pauses > 0) {
+      // held during the round: resume() wakes the loop
+    } else {
+      // idle, or a batch round that moved no clock (a clocked bot that cannot step
+      // holds it, see `stalled`): the next round in 50 ms, as mineflayer would
+      this.due = this.timers.now() + IDLE_MS
+      this._next(clock.playing())
+    }
+  }
+}
+
+const physics = new PhysicsScheduler(gameClock)
+
+/**
+ * A mineflayer plugin that hands the bot's physics to `scheduler` (load it with
+ * `bot.loadPlugin` right after `createBot`). When the bot logs in, mineflayer starts
+ * its physics timer (`setInterval(doPhysics, 50)`); the plugin takes that function
+ * instead and stops the timer. Each `step()` then calls `doPhysics` once with its own
+ * time 50 ms later than the last (read by `doPhysics` through `performance.now()`),
+ * which is exactly one physics step. For the rest of the step, `performance.now()`
+ * reads that bot's physics time plus the wall time spent in the step, so what
+ * mineflayer-pathfinder times across steps (its 3.5 s "stuck" limit, its 5 s of
+ * thinking per path) is counted in physics steps, while its thinking within one step
+ * (`tickTimeout`) is still wall time.
+ * @param {PhysicsScheduler} scheduler
+ */
+function physicsDriver (scheduler) {
+  return function mauPhysicsDriver (bot) {
+    const realSetInterval = global.setInterval
+    const driver = {
+      bot,
+      doPhysics: null,
+      time: 0, // this bot's physics time (ms), one MS_PER_TICK per step
+      stepsSeen: 0,
+      step () {
+        if (!driver.doPhysics) return 0
+        const t = (driver.time += MS_PER_TICK)
+        const start = wallNow()
+        let first = true
+        performance.now = () => {
+          if (first) {
+            first = false
+            return t
+          }
+          return t + (wallNow() - start)
+        }
+        const seen = driver.stepsSeen
+        try {
+          driver.doPhysics()
+        } finally {
+          if (OWN_NOW) Object.defineProperty(performance, 'now', OWN_NOW)
+          else delete performance.now
+        }
+        return Math.max(0, driver.stepsSeen - seen - 1)
+      }
+    }
+    bot.on('physicsTick', () => { driver.stepsSeen++ })
+    bot.driver = driver
+    // Around mineflayer's own 'login' listener (the physics plugin, loaded before this
+    // one), setInterval hands its doPhysics to the driver.
+    bot.prependListener('login', () => {
+      global.setInterval = function (fn, ms, ...rest) {
+        if (typeof fn === 'function' && fn.name === 'doPhysics' && ms === MS_PER_TICK && !driver.doPhysics) {
+          global.setInterval = realSetInterval
+          const handle = realSetInterval(fn, ms, ...rest)
+          clearInterval(handle) // mineflayer's own loop never runs; its cleanup clears it again
+          // 1 ms past the time doPhysics was last called (just now): every step then
+          // adds exactly one 50 ms step to its accumulator, and never two.
+          driver.time = wallNow() + 1
+          driver.doPhysics = fn
+          scheduler.attach(driver)
+          return handle
+        }
+        return realSetInterval.call(this, fn, ms, ...rest)
+      }
+    })
+    bot.on('login', () => {
+      global.setInterval = realSetInterval
+      if (!driver.doPhysics) log('physics driver: mineflayer started no physics loop at login (mineflayer changed?); this bot has no physics')
+    })
+    bot.once('end', () => scheduler.detach(driver))
+  }
+}
 
 /** Current tick of the game clock (1 tick = 50 ms of batch time). */
 function tick () {
@@ -324,6 +584,10 @@ module.exports = {
   MS_PER_TICK,
   GameClock,
   gameClock,
+  PhysicsScheduler,
+  physics,
+  physicsDriver,
+  parseSpeed,
   poseRow,
   tick,
   clockMs,

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -567,6 +567,7 @@ class NodeBridge:
         view_distance: int,
         *,
         ops: Sequence[str] = (),
+        speed: int | Literal["max"] = 1,
         timeout_s: float = 30.0,
     ) -> int:
         """Start the embedded flying-squid server (offline mode, loopback only).
@@ -579,6 +580,9 @@ class NodeBridge:
             view_distance: Server view distance in chunks.
             ops: Usernames given operator rights (e.g. an admin account for tests of
                 external mode); the embedded bots need none.
+            speed: Simulation speed of every batch: 1 = real time, N = N times real
+                time, `max` = as fast as the bots can be simulated (see "Simulation
+                speed" in docs/bridge-protocol.md).
             timeout_s: Request timeout.
 
         Returns:
@@ -593,6 +597,7 @@ class NodeBridge:
                 "spawn": list(spawn),
                 "view_distance": view_distance,
                 "ops": list(ops),
+                "speed": speed,
             },
             timeout_s=timeout_s,
         )

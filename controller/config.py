@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -30,6 +30,13 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+SimSpeed = Annotated[int, Field(ge=1, le=1000)] | Literal["max"]
+"""A simulation speed: how many times real time the world's batches play, or `max`."""
+
+EMBEDDED_SPEED: SimSpeed = "max"
+"""The simulation speed of the embedded server unless the configuration names one."""
+
+
 class ServerConfig(_Frozen):
     """Where the Minecraft server is."""
 
@@ -41,6 +48,32 @@ class ServerConfig(_Frozen):
     """Chunk view distance of the embedded server."""
     admin: str = "MAU_Admin"
     """Operator account used for server-side commands on an external server."""
+    speed: SimSpeed = EMBEDDED_SPEED
+    """Simulation speed of the world's batches: `1` = real time (a physics step every
+    50 ms of wall time), `N` = N times real time, `max` = as fast as the bots can be
+    simulated. Game time counts physics steps at every speed, so the rules and the
+    record are the same. Left out, it is `max` on the embedded server and 1 on an
+    external one; an external server only runs at 1 (a server we do not run may
+    enforce movement speed)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _speed_for_the_server(cls, data: Any) -> Any:
+        # Left out (or null), the speed follows the server: an external one plays at 1.
+        if isinstance(data, dict) and data.get("speed") is None:
+            data = {k: v for k, v in data.items() if k != "speed"}
+            if data.get("external") is not None:
+                data["speed"] = 1
+        return data
+
+    @model_validator(mode="after")
+    def _external_at_real_time(self) -> ServerConfig:
+        if self.external is not None and self.speed != 1:
+            raise ValueError(
+                f"server.speed={self.speed!r} needs the embedded server: an external server "
+                "plays at real time (set server.speed to 1 or leave it out)"
+            )
+        return self
 
     def external_address(self) -> tuple[str, int] | None:
         """Parse `external` into `(host, port)`, or None for the embedded server."""

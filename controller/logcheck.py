@@ -21,6 +21,7 @@ from controller.config import RulesConfig
 from controller.events import (
     Continuation,
     Decision,
+    Disconnect,
     Eject,
     Emergency,
     Event,
@@ -73,6 +74,12 @@ SPEED_SPAN = 5
 MARK_SLACK = 0.3
 """Most blocks between a program's rule event (mark or strike) and the same player's
 pose sample at the event's tick."""
+
+
+BATCH_START_SLACK = 0.01
+"""Most blocks (horizontally) between where a `positions` snapshot leaves a player and
+the same player's first pose sample of the next batch: between batches a player stands
+exactly where the record says (positions and samples are logged to 0.01 block)."""
 
 
 CANCEL_SLACK_TICKS = 10
@@ -192,6 +199,7 @@ class _Audit:
         self._check_tick_order()
         self._check_record()
         self._check_step_deadlines()
+        self._check_batch_starts()
         for i, ev in enumerate(self.events):
             if isinstance(ev, StepStart):
                 self.step_phase[ev.step] = ev.phase
@@ -283,6 +291,37 @@ class _Audit:
                         f"{ev.agent}'s program timed out {lasted} ticks into the step "
                         f"({ev.reason!r}); step_timeout_ms={timeout_ms} is {want} ticks",
                     )
+
+    def _check_batch_starts(self) -> None:
+        """Every batch starts where the record left its players: the first sample of a
+        `trace` finds each sampled player where the latest `positions` snapshot before
+        it put that player, within `BATCH_START_SLACK` horizontally. A player who slid
+        on after its program's stop (still walking when the step's deadline came)
+        stood elsewhere than its step's closing snapshot says. A player the world
+        placed anew in between (a dropped bot's reconnection, logged as `disconnect`)
+        is not checked against that snapshot."""
+        last: Positions | None = None
+        placed: set[str] = set()
+        for ev in self.events:
+            if isinstance(ev, Positions):
+                last, placed = ev, set()
+            elif isinstance(ev, Disconnect):
+                placed.add(ev.agent)
+            elif isinstance(ev, Trace) and last is not None and ev.ticks:
+                for agent, poses in ev.players.items():
+                    snap = last.players.get(agent)
+                    if snap is None or not poses or agent in placed:
+                        continue
+                    x, _, z, _ = poses[0]
+                    d = math.hypot(x - snap.pos[0], z - snap.pos[2])
+                    if d > BATCH_START_SLACK + TOLERANCE:
+                        self.flag(
+                            ev.step,
+                            f"{agent} starts the batch at tick {ev.ticks[0]} at "
+                            f"({x:.2f}, {z:.2f}), {d:.2f} blocks from where the positions "
+                            f"snapshot of tick {last.tick} left it "
+                            f"({snap.pos[0]:.2f}, {snap.pos[2]:.2f}): it moved between batches",
+                        )
 
     def _check_setup(self) -> None:
         s, r = self.start, self.rules
@@ -966,6 +1005,39 @@ def record_figures(events: Sequence[Event]) -> RecordFigures:
     return out
 
 
+@dataclass(frozen=True)
+class FreeRoamPace:
+    """How fast a game's world played its free roam, from the log alone
+    (`free_roam_pace`)."""
+
+    ticks: int
+    """Game ticks from each free-roam step's `step_start` to the next step's."""
+    wall_s: float
+    """Wall seconds between the same `step_start` events (decisions, frames and the
+    rules included, as a game spends them)."""
+    steps: int
+    """Free-roam steps counted (each followed by another step)."""
+
+    @property
+    def ticks_per_s(self) -> float:
+        """Game ticks per wall second over the free-roam steps (real time is 20)."""
+        return self.ticks / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def free_roam_pace(events: Sequence[Event]) -> FreeRoamPace:
+    """Game ticks and wall seconds over a game's free-roam steps, step to step: from
+    each free-roam `step_start` to the step that follows it (the last step, which no
+    step follows, is left out)."""
+    starts = [ev for ev in events if isinstance(ev, StepStart)]
+    ticks, wall, steps = 0, 0.0, 0
+    for a, b in zip(starts, starts[1:], strict=False):
+        if a.phase == "free_roam":
+            ticks += b.tick - a.tick
+            wall += b.wall - a.wall
+            steps += 1
+    return FreeRoamPace(ticks=ticks, wall_s=wall, steps=steps)
+
+
 def _plurality(tally: dict[str, int]) -> tuple[str, str | None]:
     """Outcome and ejected player of a tally (skip is a candidate; a tie ejects no one)."""
     if not tally:
@@ -1051,7 +1123,8 @@ def log_violations(events: list[Event] | str | Path) -> list[str]:
     tasks (only an assigned station, once, held for `task_ticks` from its start,
     at the station in every sampled pose, never across a meeting); nobody dead or
     ejected acts (but a ghost crewmate's free-roam work under `rules.ghost_tasks`);
-    fixed impostor seats under `rules.roles: fixed`; the ending (derived by
+    fixed impostor seats under `rules.roles: fixed`; every batch starting where the
+    last `positions` snapshot left its players; the ending (derived by
     `derive_ending`, and nothing happens after it). Messages start with the step.
     """
     evs = read_log(events) if isinstance(events, str | Path) else list(events)
@@ -1063,4 +1136,4 @@ def log_violations(events: list[Event] | str | Path) -> list[str]:
     return audit.out
 
 
-__all__ = ["DerivedEnding", "derive_ending", "log_violations"]
+__all__ = ["DerivedEnding", "FreeRoamPace", "derive_ending", "free_roam_pace", "log_violations"]

@@ -427,14 +427,18 @@ def format_duration(seconds: float) -> str:
 
 
 # A game's wall time before any has been measured: process start-up and set-up, plus
-# each step of the budget. Measured on a busy 2-core machine (benchmarks/tournament.py:
-# about 30 s from process start to the first step and 8-9 s per step on the embedded
-# server; a scripted fake-world game, `mineamongus play --world fake`, took 3.7-3.9 s at
-# 25-30 steps and 4.7-4.9 s for a whole `paper` game of 31-33 steps: interpreter
-# start-up plus about 0.04 s a step). The dry-run and the progress display (until the
+# each step of the budget. The embedded server at its default simulation speed (`max`),
+# measured on a busy 2-core machine (load average 4-7; benchmarks/sim_speed.py, scripted
+# agents, frames on): 14-25 s from process start to the first step (the renderers'
+# set-up is most of it), then 0.7 s a step for a whole `quick` game (25 steps, meetings
+# included) and 1.6 s a step for `paper` steps (600 ticks each; 361 game ticks per wall
+# second over free roam). At `server.speed: 1` (real time) the same games took 8.3 s and
+# 32 s a step. A scripted fake-world game, `mineamongus play --world fake`, took 3.7-3.9 s
+# at 25-30 steps and 4.7-4.9 s for a whole `paper` game of 31-33 steps: interpreter
+# start-up plus about 0.04 s a step. The dry-run and the progress display (until the
 # first game of the study has ended) both use `arm_estimate`, which adds the model calls.
-_START_S = {"minecraft": 30.0, "fake": 3.5}
-_STEP_S = {"minecraft": 9.0, "fake": 0.04}
+_START_S = {"minecraft": 20.0, "fake": 3.5}
+_STEP_S = {"minecraft": 1.5, "fake": 0.04}
 
 
 def game_seconds(world: str, max_steps: int) -> float:

@@ -115,13 +115,14 @@ class MinecraftWorld:
                 for s in seats
             ]
             if external is None:
-                say("starting the embedded server")
+                say(f"starting the embedded server (simulation speed {self.server.speed})")
                 port = self.bridge.start_server(
                     HOST,
                     free_port(HOST),
                     self.server.version,
                     self.spawn,
                     self.server.view_distance,
+                    speed=self.server.speed,
                 )
                 self.address = (HOST, port)
                 say(f"server up on {HOST}:{port}; placing {len(blocks)} blocks")

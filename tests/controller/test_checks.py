@@ -399,7 +399,9 @@ def test_samples_of_a_later_step_at_the_completion_tick_are_not_the_tasks(
         players={t.agent: [(0.0, 65.0, 0.0, 0.0)]},
     )
     evs = insert(good, lambda e: isinstance(e, StepStart) and e.step == t.step + 1, seats)
-    assert log_violations(evs) == []
+    # (The planted sample is off the seat the last snapshot left, which the batch-start
+    # check reports; what matters here is that no task finding is made of it.)
+    assert [v for v in log_violations(evs) if "station" in v] == []
     # The same sample in the task's own step finds the player away.
     evs, _ = edit(evs, lambda e: e is seats, step=t.step)
     caught(evs, t.step, t.agent, f"station {t.station}", "blocks from it")

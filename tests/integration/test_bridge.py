@@ -1,7 +1,9 @@
 """End-to-end tests of the Node bridge: embedded server, eight real bots, programs.
 
 One server and one set of bots are shared by the whole module (joining takes a few
-seconds); tests run in file order and each leaves the bots standing still.
+seconds); tests run in file order and each leaves the bots standing still. The server
+runs at the embedded server's default simulation speed (`max`), as games do: every
+guarantee checked here holds at any speed.
 Run: python -m pytest tests/integration/test_bridge.py -q -o log_cli=true
 """
 
@@ -24,7 +26,8 @@ from typing import Any
 import pytest
 
 from controller.bridge import BotSpec, BridgeError, NodeBridge, free_port, step_report
-from controller.logcheck import SPEED_LIMIT
+from controller.config import EMBEDDED_SPEED
+from controller.logcheck import RECENTRE_SLACK, SPEED_LIMIT
 from controller.protocol import (
     ApproachStep,
     BlockPlacement,
@@ -53,6 +56,7 @@ HOST = "127.0.0.1"
 IDS = ["red", "blue", "green", "pink", "orange", "yellow", "black", "white"]
 FLOOR_Y = 64
 Y = 65.0  # feet of a player standing on the floor
+SPEED = EMBEDDED_SPEED  # the simulation speed games on the embedded server play at
 
 # Layout (x grows east, z south): an open hall x in [-8, 3], then a corridor 3 blocks
 # wide (z in [-1, 1]) between two walls from x = 4 to x = 30, then an open end.
@@ -115,7 +119,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     bridge.start()
     try:
         port = bridge.start_server(
-            HOST, free_port(HOST), VERSION, (0.5, Y, 0.5), 4, ops=["MAU_Admin"]
+            HOST, free_port(HOST), VERSION, (0.5, Y, 0.5), 4, ops=["MAU_Admin"], speed=SPEED
         )
         t0 = time.monotonic()
         n = bridge.set_blocks(map_blocks())
@@ -238,15 +242,18 @@ def test_look_yaw_270_faces_east(world: World) -> None:
 
 
 def test_a_stopped_clock_meets_the_wall_guard(world: World) -> None:
-    # A deadline far off in game time; the wall guard (1 s) ends the program first, and
-    # says so, so a stopped clock cannot hang a batch.
+    # A deadline far off in game time (a million ticks: beyond what any speed plays in
+    # a second); the wall guard (1 s) ends the program first, and says so, so a
+    # stopped clock cannot hang a batch.
     report = world.bridge.run_programs(
-        {"orange": LowProgram(steps=[WaitStep(ticks=2000)])}, 60000, wall_guard_ms=1000
+        {"orange": LowProgram(steps=[WaitStep(ticks=1_000_000)])},
+        60_000_000,
+        wall_guard_ms=1000,
     )
     out = report.outcomes["orange"]
     assert out.status == "timeout", out
     assert out.reason.startswith("wall guard: 1000 ms passed at tick "), out
-    assert " of 1200 during step 0 (wait)" in out.reason, out
+    assert " of 1200000 during step 0 (wait)" in out.reason, out
 
 
 def test_timeout_cancels_for_real(world: World) -> None:
@@ -398,10 +405,16 @@ def test_drop_then_reconnect(world: World) -> None:
 
 
 def test_state_answers_while_programs_run(world: World) -> None:
+    # A batch that lasts 1.5 s of wall time at any speed (its wall guard ends it).
+    def run() -> StepReport:
+        return world.bridge.run_programs(
+            {"red": LowProgram(steps=[WaitStep(ticks=1_000_000)])},
+            60_000_000,
+            wall_guard_ms=1500,
+        )
+
     result: dict[str, StepReport] = {}
-    thread = threading.Thread(
-        target=lambda: result.setdefault("r", world.run({"red": [WaitStep(ticks=30)]}))
-    )
+    thread = threading.Thread(target=lambda: result.setdefault("r", run()))
     thread.start()
     time.sleep(0.3)
     t0 = time.monotonic()
@@ -409,7 +422,7 @@ def test_state_answers_while_programs_run(world: World) -> None:
     assert time.monotonic() - t0 < 0.5
     assert thread.is_alive()
     thread.join(10)
-    assert result["r"].outcomes["red"].status == "ok"
+    assert result["r"].outcomes["red"].reason.startswith("wall guard"), result["r"].outcomes
     assert state.tick < result["r"].tick
 
 
@@ -589,6 +602,110 @@ def test_an_arbiter_error_freezes_the_batch_and_is_raised(world: World) -> None:
         )
     report = world.run({"red": [MarkStep(tag="after")]})  # the runtime serves on
     assert report.outcomes["red"].status == "ok"
+
+
+def test_the_world_plays_faster_than_real_time_one_step_per_tick(world: World) -> None:
+    """At `max`, eight bots walking play far more ticks than real time would in the
+    same wall time, each bot one physics step a tick: samples taken every tick never
+    show a bot covering more than one step of walking."""
+    assert world.bridge.hello()["speed"] == SPEED
+    _home(world, IDS)
+    far = {a: (26.5 if i % 2 == 0 else 28.5, Y, -0.5 + (i % 3) * 0.5) for i, a in enumerate(IDS)}
+    t0 = time.monotonic()
+    report = world.bridge.run_programs(
+        {a: LowProgram(steps=[GotoStep(pos=far[a], range=1.0), WaitStep(ticks=400)]) for a in IDS},
+        10000,
+        sample_interval=1,
+    )
+    wall = time.monotonic() - t0
+    ticks = report.tick - report.samples[0].tick
+    assert ticks == 200, ticks  # every program met its 10 s deadline
+    world.metrics["walk_ticks_per_s"] = round(ticks / wall, 1)
+    if SPEED == "max":
+        assert ticks / wall > 40, (ticks, wall)  # real time is 20
+    walked = 0.0
+    jumps: dict[str, int] = dict.fromkeys(IDS, 0)
+    for a, b in zip(report.samples, report.samples[1:], strict=False):
+        assert b.tick == a.tick + 1
+        for agent in IDS:
+            step = math.dist(a.players[agent].pos[::2], b.players[agent].pos[::2])
+            # the pathfinder's stop may put an arriving bot on its block's centre
+            # within the tick (once per walk); otherwise never more than one step
+            assert step <= SPEED_LIMIT + RECENTRE_SLACK, (agent, a.tick, step)
+            jumps[agent] += step > SPEED_LIMIT
+            walked += step
+    assert max(jumps.values()) <= 1, jumps
+    assert walked > 8 * 20  # they did walk (sprinting is ~0.28 blocks a tick)
+    physics = world.bridge.inspect()["physics"]
+    assert physics["speed"] == SPEED and physics["extra_steps"] == 0, physics
+    _home(world, IDS)
+
+
+def test_the_map_survives_every_bot_walking_away_from_it(world: World) -> None:
+    """A column every bot's view has left stays in the world: flying-squid would drop
+    it and, with nothing saved, generate bare ground there when a bot comes back (the
+    blocks set_blocks placed would be gone)."""
+    far = (-60, 66, 0)  # in view from the spawn and the hall, out of view from x = 26
+    world.bridge.set_blocks([BlockPlacement(x=far[0], y=far[1], z=far[2], block="gold_block")])
+    assert _block_seen(world, far) == "gold_block"
+    _home(world, IDS)
+    report = world.bridge.run_programs(
+        {a: LowProgram(steps=[GotoStep(pos=(26.5, Y, 0.5), range=3.0)]) for a in IDS}, 20000
+    )
+    assert all(report.players[a].pos[0] > 16 for a in IDS), report.players
+    _home(world, IDS)
+    assert _block_seen(world, far) == "gold_block"
+    world.bridge.set_blocks([BlockPlacement(x=far[0], y=far[1], z=far[2], block="air")])
+
+
+def _block_seen(world: World, pos: tuple[int, int, int], wait_s: float = 10.0) -> str | None:
+    """The block at `pos` as the first bot sees it, once its chunk has arrived."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        block: str | None = world.bridge.inspect(blocks=[pos])["blocks"][0]
+        if block is not None or time.monotonic() > deadline:
+            return block
+        time.sleep(0.2)
+
+
+def test_a_bot_walking_at_its_deadline_stands_where_the_report_says(world: World) -> None:
+    """Stopped mid-walk by the step's deadline, every bot stays exactly where the
+    report puts it: between batches (whatever wall time passes) and at the next
+    batch's first sample."""
+    for attempt in range(3):
+        _home(world, IDS)
+        far = (26.5 if attempt % 2 == 0 else 30.5, Y, 0.5)
+        report = world.bridge.run_programs(
+            {a: LowProgram(steps=[GotoStep(pos=far, range=0.5)]) for a in IDS}, 1500
+        )
+        assert {o.status for o in report.outcomes.values()} == {"timeout"}, report.outcomes
+        moving = [a for a in IDS if dist(report.players[a].pos, start_positions()[a]) > 2.0]
+        assert moving, "nobody was walking at the deadline"
+        time.sleep(0.4)
+        now = world.bridge.state().players
+        nxt = world.run({a: [MarkStep(tag="here")] for a in IDS})
+        first = nxt.samples[0]
+        assert first.tick == report.tick
+        for a in IDS:
+            said = report.players[a].pos
+            assert math.dist(said[::2], now[a].pos[::2]) <= 0.01, (attempt, a, said, now[a])
+            assert math.dist(said[::2], first.players[a].pos[::2]) <= 0.01, (attempt, a)
+    _home(world, IDS)
+
+
+def test_a_speed_above_real_time_is_refused_on_an_external_server(
+    world: World, tmp_path: Path
+) -> None:
+    with NodeBridge(log_path=tmp_path / "node-fast.log") as other:
+        with pytest.raises(BridgeError) as err:
+            other.start_server(HOST, 0, VERSION, (0.5, Y, 0.5), 4, speed=0)
+        assert err.value.type == "bad_request"
+        other.start_server(HOST, 0, VERSION, (0.5, Y, 0.5), 4, speed="max")
+        bots = [BotSpec(id="e1", username="Fast_One", pos=(-6.5, Y, 0.5))]
+        with pytest.raises(BridgeError) as err:
+            other.connect(HOST, world.port, VERSION, bots, external=True)
+        assert err.value.type == "bad_request"
+        assert "needs the embedded server" in str(err.value)
 
 
 def test_external_mode_through_operator_commands(world: World, tmp_path: Path) -> None:
