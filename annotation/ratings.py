@@ -40,7 +40,6 @@ first player.
 
 from __future__ import annotations
 
-import json
 import math
 import string
 from collections.abc import Callable, Iterable, Sequence
@@ -51,7 +50,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from controller.record import ARIA_AXES
+from controller.events import LogVersionError
+from controller.record import ARIA_AXES, RecordError, has_log, read_log
 from controller.stats import Interval, rate_interval, wilson
 
 Role = Literal["impostor", "crew"]
@@ -173,18 +173,17 @@ def sides_from_start(start: dict[str, Any]) -> tuple[PlayedSide, PlayedSide]:
 
 
 def read_start(run: Path) -> dict[str, Any] | None:
-    """A run's `game_start` event as JSON (the log's first line), or None when the run
-    folder holds no readable log."""
-    log = run / "events.jsonl"
-    if not log.is_file():
+    """A run's `game_start` event as JSON, or None when the run folder holds no readable
+    log (read through the one record reader)."""
+    if not has_log(run):
         return None
-    with log.open(encoding="utf-8") as fh:
-        first = fh.readline()
     try:
-        event = json.loads(first)
-    except json.JSONDecodeError:
+        starts = read_log(run, kinds=("game_start",))
+    except (RecordError, LogVersionError, OSError):
         return None
-    return event if isinstance(event, dict) and event.get("kind") == "game_start" else None
+    if not starts:
+        return None
+    return starts[0].model_dump(mode="json")
 
 
 def sides_from_row(
