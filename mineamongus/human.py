@@ -111,6 +111,12 @@ class HumanArgs(BaseModel):
     """What the page's state view shows: `ego` (what the camera's field of view showed)
     or `privileged` (all around, the server's roster, the map); the action mask is
     built from the same knowledge."""
+    name: str | None = Field(
+        default=None, min_length=1, max_length=32, pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]*$"
+    )
+    """The name the person plays under (a short handle they choose, never more: letters,
+    digits, space, `_ . -`), recorded with the seat so the person's games form one row of
+    the ratings (`mineamongus rank`); None records none (the row reads `human`)."""
 
 
 # ---------------------------------------------------------------------- the desk
@@ -601,11 +607,14 @@ class HumanAgent:
 
     def describe(self) -> dict[str, Any]:
         """The seat's record entry: a person."""
-        return {
+        entry: dict[str, Any] = {
             "kind": "human",
             "state": self.args.state,
             "timeout_s": self.args.timeout_s,
         }
+        if self.args.name is not None:
+            entry["name"] = self.args.name
+        return entry
 
     def codec(self, obs: Observation) -> Codec:
         """The spaces of this game (built from the first observation's seats)."""

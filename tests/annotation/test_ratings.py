@@ -445,6 +445,14 @@ def test_a_game_with_a_person_seat_is_a_human_row(tmp_path: Path) -> None:
                 "name": "with-human",
                 "overrides": {"seats": {"red": {"agent": "human", "args": {"timeout_s": 0.2}}}},
             },
+            {
+                "name": "with-alice",
+                "overrides": {
+                    "seats": {
+                        "red": {"agent": "human", "args": {"timeout_s": 0.2, "name": "alice"}}
+                    }
+                },
+            },
         ],
     }
     study = _tournament(spec, tmp_path)
@@ -457,3 +465,6 @@ def test_a_game_with_a_person_seat_is_a_human_row(tmp_path: Path) -> None:
     assert human.iloc[0]["mixed_games"] == 1 and "a person among agents" in human.iloc[0]["note"]
     assert (table.loc[table["player"] == RULER, "games"] >= 1).all()
     assert any(line.startswith("│ human") for line in done.stdout.splitlines())
+    # A person who gave a name is a row of their own.
+    alice = table[table["player"] == "human:alice"]
+    assert len(alice) == 1 and alice.iloc[0]["games"] == 1

@@ -99,7 +99,12 @@ def test_human_is_a_registered_kind_with_validated_args() -> None:
         "quick", overrides={"seats": {"red": {"agent": "human", "args": {"timeout_s": 5}}}}
     )
     assert config.seats["red"].agent == "human"
-    assert config.seats["red"].args == {"port": None, "timeout_s": 5.0, "state": "ego"}
+    assert config.seats["red"].args == {
+        "port": None,
+        "timeout_s": 5.0,
+        "state": "ego",
+        "name": None,
+    }
     with pytest.raises(ConfigError, match=r"seats\.red\.args\.timeout_s"):
         resolve_config(
             "quick", overrides={"seats": {"red": {"agent": "human", "args": {"timeout_s": 0}}}}
