@@ -615,37 +615,27 @@ def paired_bootstrap(data: StudyData) -> ResultOutput:
 
 
 # ---------------------------------------------------------------------- atoms
+RPB_COLUMNS = [
+    "atom",
+    "occurrences",
+    "games_with",
+    "r",
+    "ci_low",
+    "ci_high",
+    "p_perm",
+    "p_perm_holm",
+    "warning",
+]
+"""The columns of the atom table taken from `stats.point_biserial`."""
+
+
 def _rpb_columns(counts: pd.DataFrame, games: pd.DataFrame, data: StudyData) -> pd.DataFrame:
     if counts.empty:
-        return pd.DataFrame(
-            columns=[
-                "atom",
-                "occurrences",
-                "games_with",
-                "r",
-                "ci_low",
-                "ci_high",
-                "p_perm",
-                "p_perm_holm",
-                "warning",
-            ]
-        )
+        return pd.DataFrame(columns=RPB_COLUMNS)
     got = stats.point_biserial(
         counts, games, n_boot=data.n_boot, n_perm=data.n_perm, seed=data.seed
     )
-    return got[
-        [
-            "atom",
-            "occurrences",
-            "games_with",
-            "r",
-            "ci_low",
-            "ci_high",
-            "p_perm",
-            "p_perm_holm",
-            "warning",
-        ]
-    ]
+    return got[RPB_COLUMNS]
 
 
 def _figure_atoms(table: pd.DataFrame, data: StudyData, path: Path, source: str) -> Path:

@@ -453,6 +453,9 @@ def test_game_past_its_limit_is_cancelled_and_leaves_nothing_on_its_node(
                     "impostor": {"backend": "scripted"},
                     "frames": "jpg",
                     "rules": {"max_steps": 40},
+                    # Real time, so the game is surely still playing at its limit (at
+                    # `max` a 40-step game can end within it).
+                    "server": {"speed": 1},
                 },
                 "runner": {"cpus_per_game": 1, "memory_gb_per_game": 1.6, "retries": 0},
             }
