@@ -556,6 +556,16 @@ def group_letters(n: int) -> list[str]:
     return out
 
 
+def _rank_ranges(ranks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lowest ranks, highest ranks, row order by rank) of one role's players; a missing
+    range counts as every rank of the role, a missing rank sorts last."""
+    n = len(ranks)
+    lo = ranks["rank_low"].fillna(1).to_numpy(dtype=float)
+    hi = ranks["rank_high"].fillna(n).to_numpy(dtype=float)
+    order = np.lexsort((np.arange(n), ranks["rank"].fillna(n + 1).to_numpy(dtype=float)))
+    return lo, hi, order
+
+
 def tied_groups(ranks: pd.DataFrame) -> list[str]:
     """Tied groups of one role's players given `rank`, `rank_low`, `rank_high` (rows in
     any order; the answer is aligned with them): in rank order, a player joins the
@@ -564,9 +574,7 @@ def tied_groups(ranks: pd.DataFrame) -> list[str]:
     n = len(ranks)
     if not n:
         return []
-    lo = ranks["rank_low"].fillna(1).to_numpy(dtype=float)
-    hi = ranks["rank_high"].fillna(n).to_numpy(dtype=float)
-    order = np.lexsort((np.arange(n), ranks["rank"].fillna(n + 1).to_numpy(dtype=float)))
+    lo, hi, order = _rank_ranges(ranks)
     group = np.zeros(n, dtype=int)
     for prev, cur in zip(order[:-1], order[1:], strict=True):
         overlap = max(lo[prev], lo[cur]) <= min(hi[prev], hi[cur])
@@ -584,9 +592,7 @@ def tiers(ranks: pd.DataFrame) -> list[int]:
     n = len(ranks)
     if not n:
         return []
-    lo = ranks["rank_low"].fillna(1).to_numpy(dtype=float)
-    hi = ranks["rank_high"].fillna(n).to_numpy(dtype=float)
-    order = np.lexsort((np.arange(n), ranks["rank"].fillna(n + 1).to_numpy(dtype=float)))
+    lo, hi, order = _rank_ranges(ranks)
     tier = np.zeros(n, dtype=int)
     leader = int(order[0])
     tier[leader] = 1
