@@ -13,9 +13,9 @@ import argparse
 import random
 import time
 
-from annotation.grounding.audit import audit_claims
 from annotation.grounding.claims import Claim
 from annotation.grounding.metrics import game_metrics, pool, pool_lift
+from annotation.grounding.rules import audit_claims
 from annotation.grounding.trajectory import build_trajectory
 from testkit.logs import GameBuilder
 

@@ -43,6 +43,7 @@ from harness_aria.backends.settings import (
 )
 from harness_aria.calls import CallSetup, HarnessedBackend, PromptStore
 from harness_aria.fake_answers import answer
+from harness_aria.modules.registry import check_extra_modules
 from harness_aria.prompts import shared_prefixes
 from harness_aria.spec import AblationError, AriaSpec, apply_ablations
 
@@ -80,6 +81,14 @@ class AriaArgs(BaseModel):
     `harness_aria.prompts.shared_prefix`) as its own first system message, the block a
     provider caches (Anthropic: marked `cache_control`). Off: the same text opens the
     call's own system message instead (nothing is left out either way)."""
+
+    @field_validator("spec")
+    @classmethod
+    def _registered_modules(cls, spec: AriaSpec) -> AriaSpec:
+        """`spec.extra_modules` may list only registered modules that are off by default
+        (the error names the field and the modules it may list)."""
+        check_extra_modules(spec.extra_modules)
+        return spec
 
     @model_validator(mode="before")
     @classmethod

@@ -187,13 +187,18 @@ class AriaSpec(BaseModel):
 
     @field_validator("extra_modules")
     @classmethod
-    def _known_modules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            return value
-        # Imported here: the registry imports every module, and they import this spec.
-        from harness_aria.modules.registry import check_extra_modules
-
-        return check_extra_modules(value)
+    def _each_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # The form only: which names are registered decision modules is checked where a
+        # side is configured (`harness_aria.registration.AriaArgs`) and where an agent is
+        # built (`harness_aria.modules.registry.enabled`), so the spec stays below the
+        # registry.
+        out: list[str] = []
+        for raw in value:
+            name = raw.strip().upper()
+            if name in out:
+                raise ValueError(f"extra_modules: {name!r} is listed twice")
+            out.append(name)
+        return tuple(out)
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -3,10 +3,12 @@ above it, and no import circle exists anywhere.
 
 Imports are read from the source (`ast`), not by importing: every `import` and `from
 ... import` statement counts, at module level, inside `if TYPE_CHECKING:` blocks and
-inside functions. Upward edges are checked over all of them (a lazy import inside a
-function is still a dependency). Circles are checked over the module-level ones,
-type-only included (the imports a module needs to be loaded or type-checked); importing
-`a.b.c` also runs the `__init__` of `a` and `a.b`, so that is an edge too.
+inside functions. Upward edges and circles are both checked over all of them: a lazy
+import inside a function is still a dependency, and a circle closed only through one
+is still a circle. Importing `a.b.c` also runs the `__init__` of `a` and `a.b`, so that
+is an edge too. Function-local imports of project modules are counted and may not grow
+past `LAZY_IMPORTS_AT_MOST` (they are for optional SDKs and slow start-up paths, not
+for hiding a circle).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ PACKAGES = ("controller", "world", "harness_aria", "annotation", "mineamongus")
 ABOVE_CONTROLLER = ("harness_aria", "annotation", "mineamongus")
 """Packages the controller must not import: the harness, the analysis and the facade."""
 SKIP_PARTS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+LAZY_IMPORTS_AT_MOST = 313
+"""Function-local imports of project modules today: lower it when one goes."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,11 @@ def _resolve(target: str, modules: dict[str, Path]) -> str | None:
     return target or None
 
 
-def _graph() -> tuple[dict[str, set[str]], dict[str, list[tuple[str, int]]]]:
-    """(module-level edges between project modules, every import of a foreign top package
-    by module as (target, line))."""
+def _graph(
+    lazy: bool = True,
+) -> tuple[dict[str, set[str]], dict[str, list[tuple[str, int]]]]:
+    """(edges between project modules, function-local ones too unless `lazy` is False;
+    every import by module as (target, line))."""
     modules = _modules()
     edges: dict[str, set[str]] = {m: set() for m in modules}
     every: dict[str, list[tuple[str, int]]] = {m: [] for m in modules}
@@ -93,7 +99,7 @@ def _graph() -> tuple[dict[str, set[str]], dict[str, list[tuple[str, int]]]]:
         for imp in _imports(name, path, is_package):
             every[name].append((imp.target, imp.line))
             target = _resolve(imp.target, modules)
-            if target is None or not imp.module_level:
+            if target is None or (not lazy and not imp.module_level):
                 continue
             parts = target.split(".")
             # Loading `a.b.c` runs `a/__init__` and `a/b/__init__` first; a module inside
@@ -184,9 +190,44 @@ def test_the_controller_imports_nothing_above_it() -> None:
 def test_no_import_circle() -> None:
     edges, _ = _graph()
     circles = _circles(edges)
-    assert not circles, "import circles (module-level, type-only included):\n" + "\n".join(
-        " -> ".join(c) for c in circles
+    assert not circles, (
+        "import circles (module-level, type-only and function-local imports):\n"
+        + "\n".join(" -> ".join(c) for c in circles)
     )
+
+
+def _lazy_project_imports() -> list[str]:
+    modules = _modules()
+    return sorted(
+        f"{name}:{imp.line} {imp.target}"
+        for name, path in modules.items()
+        for imp in _imports(name, path, path.name == "__init__.py")
+        if not imp.module_level and _resolve(imp.target, modules) is not None
+    )
+
+
+def test_function_local_imports_are_counted_and_do_not_grow() -> None:
+    lazy = _lazy_project_imports()
+    assert lazy, "the walk finds no function-local import: it is broken"
+    assert len(lazy) <= LAZY_IMPORTS_AT_MOST, (
+        f"{len(lazy)} function-local imports of project modules, more than "
+        f"{LAZY_IMPORTS_AT_MOST}: import at module level, or break the circle that needs it"
+    )
+
+
+def test_a_circle_closed_only_by_a_function_local_import_is_found(tmp_path: Path) -> None:
+    source = {"a": "import b\n", "b": "def f() -> None:\n    import a\n"}
+    modules: dict[str, Path] = {}
+    for name, text in source.items():
+        (tmp_path / f"{name}.py").write_text(text, encoding="utf-8")
+        modules[name] = tmp_path / f"{name}.py"
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for imp in _imports(name, path, False):
+            if imp.target in modules:
+                edges[name].add(imp.target)
+    assert [i.module_level for i in _imports("b", modules["b"], False)] == [False]
+    assert _circles(edges) == [["a", "b", "a"]]
 
 
 def test_a_planted_circle_is_found_and_listed() -> None:

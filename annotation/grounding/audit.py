@@ -22,8 +22,8 @@ defender's sight of the defended in the window, `hit` (the defended is a crewmat
 
 These are the `mineamongus` rule book's rules (the default; `ProjectAuditor`). The
 `quack` book (`annotation.grounding.quack_rules`) judges the same claims with QUACK's rules:
-`audit_claims(traj, claims, rules="quack")`; `annotation.grounding.rules.RULES` lists the
-differences.
+`annotation.grounding.rules.audit_claims(traj, claims, rules="quack")`;
+`annotation.grounding.rules.RULES` lists the differences.
 """
 
 from __future__ import annotations
@@ -1117,33 +1117,6 @@ def false_claim_grounds(
         ]
         out.append(r.model_copy(update={"grounded": True, "evidence": {"grounds": grounds}}))
     return out
-
-
-def audit_claims(
-    traj: Trajectory, claims: Iterable[Claim], rules: str = "mineamongus"
-) -> list[AuditedClaim]:
-    """Verify claims against one game's trajectory under a rule book.
-
-    Claims are normalised first (rooms, players, activity); a claim that names something
-    the game does not have is `unverifiable` with the reason, never an error.
-
-    Args:
-        traj: The game.
-        claims: Its claims (extracted or supplied).
-        rules: The rule book (`annotation.grounding.rules.RULE_BOOKS`): `mineamongus` (this
-            project's rules, the default) or `quack` (QUACK's).
-
-    Returns:
-        One audited row per claim, in the given order; each row's `rules` names the book.
-
-    Raises:
-        ValueError: an unknown rule book.
-    """
-    if rules != "mineamongus":
-        from annotation.grounding.rules import rule_book
-
-        return rule_book(rules).audit(traj, claims)
-    return audit_project(traj, claims)
 
 
 def audit_project(traj: Trajectory, claims: Iterable[Claim]) -> list[AuditedClaim]:

@@ -697,8 +697,8 @@ def run_audit(
             unknown rule book, or an `out` folder holding another rule book's audit
             (two books are never mixed in one folder).
     """
-    from annotation.grounding.audit import audit_claims
     from annotation.grounding.claims import Claim, read_claim_rows, write_claims
+    from annotation.grounding.rules import audit_claims
     from annotation.grounding.trajectory import load_trajectory
 
     if extractor is None and claims_file is None:

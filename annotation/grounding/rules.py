@@ -25,6 +25,7 @@ from typing import Protocol
 
 from annotation.grounding.audit import AuditedClaim, audit_project
 from annotation.grounding.claims import Claim
+from annotation.grounding.quack_rules import QuackRuleBook
 from annotation.grounding.trajectory import Trajectory
 
 DEFAULT_RULES = "mineamongus"
@@ -62,10 +63,31 @@ def rule_book(name: str) -> RuleBook:
     if name == DEFAULT_RULES:
         return ProjectRuleBook()
     if name == "quack":
-        from annotation.grounding.quack_rules import QuackRuleBook
-
         return QuackRuleBook()
     raise ValueError(f"unknown rule book {name!r} (known: {', '.join(RULE_BOOKS)})")
+
+
+def audit_claims(
+    traj: Trajectory, claims: Iterable[Claim], rules: str = DEFAULT_RULES
+) -> list[AuditedClaim]:
+    """Verify claims against one game's trajectory under a rule book.
+
+    Claims are normalised first (rooms, players, activity); a claim that names something
+    the game does not have is `unverifiable` with the reason, never an error.
+
+    Args:
+        traj: The game.
+        claims: Its claims (extracted or supplied).
+        rules: The rule book (`RULE_BOOKS`): `mineamongus` (this project's rules, the
+            default) or `quack` (QUACK's).
+
+    Returns:
+        One audited row per claim, in the given order; each row's `rules` names the book.
+
+    Raises:
+        ValueError: an unknown rule book.
+    """
+    return rule_book(rules).audit(traj, claims)
 
 
 @dataclass(frozen=True)

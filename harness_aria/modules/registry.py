@@ -216,9 +216,11 @@ def enabled(spec: AriaSpec) -> list[ModuleEntry]:
     `extra_modules`, in `registered` order.
 
     Raises:
+        ValueError: the spec lists a module that is not registered or is on already
+            (`check_extra_modules`).
         RegistryError: two modules for one phase.
     """
-    extra = set(spec.extra_modules)
+    extra = set(check_extra_modules(spec.extra_modules))
     out = [e for e in registered() if e.default or e.name in extra]
     phases = [e.phase for e in out if e.phase != "free_roam"]
     if len(phases) != len(set(phases)):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from annotation.grounding.audit import TEMPORAL_PHRASES, audit_claims, resolve_window
+from annotation.grounding.audit import TEMPORAL_PHRASES, resolve_window
 from annotation.grounding.claims import Claim, normalise_phrase
+from annotation.grounding.rules import audit_claims
 from annotation.grounding.trajectory import Trajectory, build_trajectory
 from testkit.logs import GameBuilder
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from annotation.grounding.audit import AuditedClaim, audit_claims
+from annotation.grounding.audit import AuditedClaim
 from annotation.grounding.claims import Claim, RuleExtractor
+from annotation.grounding.rules import audit_claims
 from annotation.grounding.trajectory import Trajectory, load_trajectory
 from controller.cli import play_game
 from controller.config import resolve_config

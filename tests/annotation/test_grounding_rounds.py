@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from annotation.grounding.audit import AuditedClaim, audit_claims
+from annotation.grounding.audit import AuditedClaim
 from annotation.grounding.claims import Claim
 from annotation.grounding.metrics import game_metrics
+from annotation.grounding.rules import audit_claims
 from annotation.grounding.trajectory import Trajectory, build_trajectory
 from testkit.logs import GameBuilder
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from annotation.grounding.audit import AuditedClaim, audit_claims
+from annotation.grounding.audit import AuditedClaim
 from annotation.grounding.claims import Claim
-from annotation.grounding.rules import RULE_BOOKS, RULES, rule_book
+from annotation.grounding.rules import RULE_BOOKS, RULES, audit_claims, rule_book
 from annotation.grounding.trajectory import Trajectory, build_trajectory
 from testkit.logs import CORRIDOR, GameBuilder
 

@@ -17,9 +17,10 @@ import pytest
 import annotation.grounding.audit as audit_mod
 import annotation.grounding.claims as claims_mod
 import annotation.grounding.quack_rules as quack_mod
-from annotation.grounding.audit import AuditedClaim, ProjectAuditor, Window, audit_claims
+from annotation.grounding.audit import AuditedClaim, ProjectAuditor, Window
 from annotation.grounding.claims import BoundKind, Claim, TickBounds, tick_bounds
 from annotation.grounding.quack_rules import QuackState
+from annotation.grounding.rules import audit_claims
 from annotation.grounding.trajectory import NOT_ROOMS, Trajectory, build_trajectory
 from testkit.logs import CORRIDOR, GameBuilder
 

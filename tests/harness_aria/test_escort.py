@@ -21,6 +21,7 @@ from harness_aria.backends.base import ModelRequest
 from harness_aria.backends.fake import FakeBackend
 from harness_aria.fake_answers import answer
 from harness_aria.modules.registry import entry, optional_names
+from harness_aria.registration import AriaArgs
 from harness_aria.spec import AriaSpec
 from world.geometry import ShipGeometry
 from world.spec import load_map
@@ -91,9 +92,13 @@ def test_an_impostor_is_never_offered_it(scene: Any) -> None:
     [(("NOPE",), "not a registered decision module"), (("MOVE",), "on in every game")],
 )
 def test_extra_modules_names_the_field_and_the_choices(names: tuple[str, ...], match: str) -> None:
+    # Where a side is configured (the spec itself checks only the form, so it stays
+    # below the module registry).
     with pytest.raises(ValidationError, match=match) as info:
-        AriaSpec(extra_modules=names)
+        AriaArgs(spec={"extra_modules": names})
     assert "extra_modules" in str(info.value) and "ESCORT" in str(info.value)
+    with pytest.raises(ValidationError, match="listed twice"):
+        AriaSpec(extra_modules=("ESCORT", "escort"))
 
 
 class ChoosesEscort:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from annotation.grounding.audit import audit_claims
 from annotation.grounding.claims import RuleExtractor
 from annotation.grounding.metrics import game_metrics
+from annotation.grounding.rules import audit_claims
 from annotation.grounding.trajectory import load_trajectory
 
 pytestmark = pytest.mark.integration

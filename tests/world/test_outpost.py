@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from annotation.grounding.audit import VERIFIABLE, audit_claims
+from annotation.grounding.audit import VERIFIABLE
 from annotation.grounding.claims import (
     Claim,
     ModelExtractor,
@@ -23,6 +23,7 @@ from annotation.grounding.claims import (
     spoken_turns,
 )
 from annotation.grounding.metrics import run_audit
+from annotation.grounding.rules import audit_claims
 from annotation.grounding.trajectory import Trajectory, load_trajectory
 from annotation.llm import JudgeModel, ReplyCache
 from controller.cli import play_game
