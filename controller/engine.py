@@ -28,6 +28,7 @@ from controller.events import (
     EventBase,
     GameEnd,
     Kill,
+    KillReady,
     MeetingEnd,
     MeetingOutcome,
     MeetingStart,
@@ -274,6 +275,14 @@ class Engine:
             return []
         return [a for a in self.impostors() if a != agent]
 
+    def kill_ready_ticks(self) -> dict[str, int]:
+        """Every impostor still alive -> the first tick its kill is allowed."""
+        return {
+            a: p.kill_ready_tick
+            for a, p in sorted(self.players.items())
+            if p.role == "impostor" and p.alive
+        }
+
     def kill_ready(self, agent: str) -> bool:
         """Whether this impostor's kill cooldown has run out."""
         p = self.players[agent]
@@ -447,6 +456,9 @@ class Engine:
                 distance=round(dist, 3),
                 **self._base(tick),
             )
+        )
+        events.append(
+            KillReady(ready={killer: k.kill_ready_tick}, cause="kill", **self._base(tick))
         )
         self._check_now(tick)
         return events
@@ -904,5 +916,8 @@ class Engine:
         for p in self.players.values():
             if p.role == "impostor":
                 p.kill_ready_tick = max(p.kill_ready_tick, tick + self.rules.kill_cooldown_ticks)
+        ready = self.kill_ready_ticks()
+        if ready:
+            events.append(KillReady(ready=ready, cause="meeting_end", **self._base(tick)))
         self._check_now(tick)
         return events

@@ -65,6 +65,13 @@ class GameStart(EventBase):
     """Each seat's player name (`GameConfig.names`; a seat without one is its capitalised
     colour), e.g. the reference's roster (`red: James`). A record for comparison with
     the reference: in play players are still addressed by colour. Empty in older logs."""
+    world_start: dict[str, Any] | None = None
+    """How the world came to this game's start (the real world only): `{"warm": false}`
+    for a fresh server, with `refused` (the first trace of the last game the check
+    found, or why the running server could not be reused) and `traces` when a warm one
+    was refused; `{"warm": true, "games_before": N, "reset_ms", "check_ms"}` when a
+    worker's running server was reset and found clean. None in older logs and on the
+    fake world."""
 
 
 StepPhase = Literal["free_roam", "meeting", "voting"]
@@ -262,6 +269,21 @@ class Kill(EventBase):
     distance: float
 
 
+class KillReady(EventBase):
+    """The first tick at which impostors may kill, as the rules just set it.
+
+    Logged at the game's start (every impostor: `initial_kill_cooldown_ticks`), after an
+    impostor's kill (the killer: the kill's tick + `kill_cooldown_ticks`) and at a
+    meeting's end (every impostor still in play: no earlier than the end's tick +
+    `kill_cooldown_ticks`). Between two of them an impostor's readiness does not change,
+    so a reader never replays the cooldown rules (`controller.readiness`)."""
+
+    kind: Literal["kill_ready"] = "kill_ready"
+    ready: dict[str, int]
+    """Impostor -> the first tick its kill is allowed."""
+    cause: Literal["start", "kill", "meeting_end"]
+
+
 class ActionRejected(EventBase):
     """An attempted rule action (kill, report, emergency, task) that the rules refused."""
 
@@ -444,6 +466,7 @@ Event = Annotated[
     | Continuation
     | ProgramRun
     | Kill
+    | KillReady
     | ActionRejected
     | TaskStart
     | TaskInterrupted

@@ -24,7 +24,7 @@ from controller.accounting import cost_from_events, counts_from_events, flags_fr
 from controller.agents.base import Agent, InfrastructureFailure
 from controller.config import GameConfig
 from controller.engine import Engine
-from controller.events import EventLog, GameEnd, GameStart, Role
+from controller.events import EventLog, GameEnd, GameStart, KillReady, Role
 from controller.freeroam import free_roam_step
 from controller.meeting import meeting
 from controller.observe import Observer
@@ -205,6 +205,16 @@ class Game:
                 versions=self.versions,
                 sample_interval_ticks=self.config.sample_interval_ticks,
                 names=self.config.player_names(),
+                # a world that can be reused across games says how it started this one
+                world_start=getattr(self.world, "start_record", None),
+                step=self.engine.step,
+                tick=self.engine.tick,
+            )
+        )
+        self.log.write(
+            KillReady(
+                ready=self.engine.kill_ready_ticks(),
+                cause="start",
                 step=self.engine.step,
                 tick=self.engine.tick,
             )

@@ -14,9 +14,9 @@ A game writes its record with `controller.events.EventLog` (the writer) and
 - `find_runs(paths)`, `log_path(run)`: where run folders and their logs are;
   `finished_runs(paths)`: those whose game finished (the unfinished are named).
 
-Facts the rules decide (who is out of play and when) are read from the events the
-engine logged (`kill`, `eject`), never re-derived from positions or rules. The engine
-does not log its kill cooldown state, so no cooldown is offered here.
+Facts the rules decide (who is out of play and when, when a kill is ready) are read
+from the events the engine logged (`kill`, `eject`, `kill_ready`), never re-derived
+from positions or rules (`RunRecord.alive_at`, `RunRecord.kill_ready_at`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from controller.events import (
     Kill,
     LogVersionError,
 )
+from controller.readiness import kill_readiness
 
 if TYPE_CHECKING:
     from world.geometry import ShipGeometry
@@ -857,6 +858,17 @@ class RunRecord:
             if g is None or killed_later or ejected_later:
                 out.add(a)
         return out
+
+    def kill_ready_at(self, tick: int) -> dict[str, int]:
+        """Impostor -> the first tick its kill is allowed, as the engine had set it by
+        `tick` (its `kill_ready` events; `controller.readiness`). An impostor out of
+        play keeps its last value; read `alive_at` for who may still kill."""
+        now: dict[str, int] = {}
+        for e in kill_readiness(self.events):
+            if e.tick > tick:
+                break
+            now.update(e.ready)
+        return now
 
 
 __all__ = [

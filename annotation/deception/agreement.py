@@ -1,16 +1,22 @@
-"""Agreement between annotators (humans, judges, detectors) over per-game atom counts.
+"""Agreement between annotators (humans, judges, judge panels, detectors) over per-game
+atom counts.
 
 The paper's three measures: Cohen's κ over per-game atom presence (units are
 (game, atom) pairs), support-weighted F1 of per-game presence against a reference,
 and Spearman ρ over per-game atom counts (pooled over every (game, atom) unit, and per
-atom); plus Krippendorff's α (nominal, presence). Only games both raters read are
-compared; a game a human read and found nothing in counts as all-negative.
+atom); plus Krippendorff's α (nominal, presence). QUACK's units beside them: precision
+and recall of the other rater's per-(game, atom) presence against the reference's,
+pooled over every unit (with the true-positive, false-positive and false-negative
+counts, so "199 of 200" can be read). Only games both raters read are compared; a game a
+human read and found nothing in counts as all-negative.
 
-Which rater is the reference matters for F1 (precision and recall swap): a human is the
-reference against a judge or a detector, a detector (what the engine can prove) against
-a judge, and of two humans the first by name. `f1_weighted` scores the other rater
-against the reference; `f1_weighted_reversed` is the same with the roles swapped, so
-both directions are shown, labelled by the `reference` column.
+Which rater is the reference matters for F1, precision and recall (they swap): a human
+is the reference against a judge, a panel or a detector, a detector (what the engine
+can prove) against a judge or a panel, and of two humans the first by name.
+`f1_weighted` scores the other rater against the reference; `f1_weighted_reversed` is
+the same with the roles swapped, so both directions are shown, labelled by the
+`reference` column. `rater_table` puts each judge and panel against each human in one
+row.
 
 Intervals are 95 % percentile bootstraps over games (a game's atoms are resampled
 together), with the share of degenerate resamples counted (`annotation.stats`).
@@ -35,10 +41,13 @@ PAPER = {
 """The paper's validation figures (human-human and human vs its LLM judge; its F1 is
 read as the judge scored against the human labels)."""
 
-_REFERENCE_RANK = {"human": 0, "detector": 1, "judge": 2}
+_REFERENCE_RANK = {"human": 0, "detector": 1, "judge": 2, "panel": 2}
 """Who is the reference of a pair: the lower rank."""
-_KIND_RANK = {"judge": 0, "human": 1, "detector": 2}
-"""Order of the two names in a pair's label and of the kind (`judge-human`)."""
+_KIND_RANK = {"judge": 0, "panel": 1, "human": 2, "detector": 3}
+"""Order of the two names in a pair's label and of the kind (`judge-human`,
+`panel-human`)."""
+MACHINE_KINDS = ("judge", "panel")
+"""Raters scored against the humans in `rater_table`."""
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
@@ -76,6 +85,16 @@ def weighted_f1(reference: pd.DataFrame, predicted: pd.DataFrame) -> float:
     denom = 2 * tp + fp + fn
     f1 = np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0)
     return float((f1 * support).sum() / support.sum())
+
+
+def precision_recall(reference: np.ndarray, other: np.ndarray) -> tuple[float, float]:
+    """Precision and recall of `other`'s presence against `reference`'s, pooled over
+    every unit; NaN where `other` (precision) or `reference` (recall) marks nothing."""
+    ref = np.asarray(reference).astype(bool)
+    oth = np.asarray(other).astype(bool)
+    tp = float(np.sum(ref & oth))
+    marked, truth = float(np.sum(oth)), float(np.sum(ref))
+    return (tp / marked if marked else math.nan, tp / truth if truth else math.nan)
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -120,6 +139,11 @@ def _kappa_from_cells(a11: np.ndarray, a10: np.ndarray, a01: np.ndarray, a00: np
         pe = ((a11 + a10) * (a11 + a01) + (a01 + a00) * (a10 + a00)) / (n * n)
         k = (po - pe) / (1 - pe)
     return np.where(pe < 1 - 1e-12, k, np.nan)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> Any:
+    """num / den elementwise, NaN where den is 0."""
+    return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
 def _f1_per_atom(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> Any:
@@ -253,11 +277,14 @@ def compare(
     n_boot: int = DEFAULT_BOOT,
     seed: int = 0,
 ) -> dict[str, object]:
-    """κ, weighted F1 (`other` scored against `reference`, and reversed), pooled ρ and
-    Krippendorff's α over the games both annotated.
+    """κ, weighted F1 (`other` scored against `reference`, and reversed), pooled ρ,
+    Krippendorff's α, and precision and recall of `other`'s per-(game, atom) presence
+    against `reference`'s, over the games both annotated.
 
     Each measure `M` comes with `M_low`, `M_high` (95 % percentile bootstrap over games)
-    and `M_degenerate` (share of resamples on which it was undefined).
+    and `M_degenerate` (share of resamples on which it was undefined); `n_tp`, `n_fp`
+    and `n_fn` are the (game, atom) units both mark, only `other` marks and only
+    `reference` marks.
     """
     ra, ob = _common(reference, other, atoms)
     x = ra.to_numpy(dtype=float)
@@ -271,7 +298,13 @@ def compare(
         "spearman": spearman(x.ravel(), y.ravel()),
         "alpha": krippendorff_alpha(np.vstack([px.ravel(), py.ravel()]).astype(float)),
     }
-    out: dict[str, object] = {"n_games": g}
+    point["precision"], point["recall"] = precision_recall(px.ravel(), py.ravel())
+    out: dict[str, object] = {
+        "n_games": g,
+        "n_tp": int((px & py).sum()),
+        "n_fp": int((~px & py).sum()),
+        "n_fn": int((px & ~py).sum()),
+    }
     if g == 0 or n_boot <= 0:
         for name, v in point.items():
             _put(out, name, v, np.array([]), g)
@@ -287,6 +320,8 @@ def compare(
         "f1_weighted_reversed": _f1_weighted_from_cells(tp, fn, fp),
         "spearman": _boot_spearman(x, y, w),
         "alpha": alpha_from_parts(w @ _alpha_parts(np.stack([px, py]).astype(float))),
+        "precision": _ratio(tp.sum(1), tp.sum(1) + fp.sum(1)),
+        "recall": _ratio(tp.sum(1), tp.sum(1) + fn.sum(1)),
     }
     for name, v in point.items():
         _put(out, name, v, dists[name], g)
@@ -376,15 +411,16 @@ def agreement_table(
     Args:
         raters: Name -> per-game counts (index game, columns atoms) over the games that
             rater read (all-zero rows for games read with nothing found).
-        kinds: Name -> `human`, `judge` or `detector`.
+        kinds: Name -> `human`, `judge`, `panel` or `detector`.
         atoms: The atoms compared.
         n_boot: Bootstrap resamples per interval.
         seed: Seed of the bootstrap.
 
     Returns:
-        `pair, kind, reference, other, n_games`, then `kappa`, `f1_weighted` (other
-        against reference), `f1_weighted_reversed`, `spearman` (pooled), `alpha`, each
-        with `_low`, `_high`, `_degenerate`; and `paper_kappa, paper_f1_weighted,
+        `pair, kind, reference, other, n_games, n_tp, n_fp, n_fn`, then `kappa`,
+        `f1_weighted` (other against reference), `f1_weighted_reversed`, `spearman`
+        (pooled), `alpha`, `precision`, `recall` (other against reference), each with
+        `_low`, `_high`, `_degenerate`; and `paper_kappa, paper_f1_weighted,
         paper_spearman`. With more than two humans, one more row: Krippendorff's α over
         all of them (`reference` empty).
     """
@@ -430,6 +466,36 @@ def agreement_table(
         _put(row, "alpha", value, dist, len(games))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+RATER_MEASURES = ("kappa", "f1_weighted", "spearman", "precision", "recall")
+"""The measures of `rater_table`: the paper's three, then QUACK's two."""
+
+
+def rater_table(table: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    """Each judge and each panel against each human, one row each, from an
+    `agreement_table`: the paper's units (κ, weighted F1 of the rater against the
+    human, ρ) and QUACK's (precision and recall of the rater's per-(game, atom) presence
+    against the human's), each with its 95 % bootstrap interval over games.
+
+    Returns:
+        `rater, rater_kind, human, n_games, n_tp, n_fp, n_fn`, then each of
+        `RATER_MEASURES` with `_low`, `_high`, `_degenerate`.
+    """
+    measures = [f"{m}{tail}" for m in RATER_MEASURES for tail in ("", "_low", "_high")]
+    measures += [f"{m}_degenerate" for m in RATER_MEASURES]
+    cols = ["rater", "rater_kind", "human", "n_games", "n_tp", "n_fp", "n_fn", *measures]
+    if table.empty or "reference" not in table.columns:
+        return pd.DataFrame(columns=cols)
+    ref_kind = table["reference"].map(lambda n: kinds.get(n, ""))
+    oth_kind = table["other"].map(lambda n: kinds.get(n, ""))
+    rows = table[(ref_kind == "human") & oth_kind.isin(MACHINE_KINDS)]
+    out = rows.rename(columns={"other": "rater", "reference": "human"}).assign(
+        rater_kind=oth_kind[rows.index]
+    )
+    rank = out["rater_kind"].map({k: i for i, k in enumerate(MACHINE_KINDS)})
+    out = out.assign(_rank=rank).sort_values(["human", "_rank", "rater"], kind="stable")
+    return out[cols].reset_index(drop=True)
 
 
 def agreement_per_atom(

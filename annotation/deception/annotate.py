@@ -6,15 +6,19 @@ impostors played the reference harness, else `grounded`). The text each pass rea
 written beside the findings: `DIR/judge_transcript.<profile>.txt` (pass 1, the whole
 non-verbal input) and `DIR/judge_transcript.<profile>.verbal.txt` (pass 2).
 
-Games are judged concurrently (at most `concurrency` at a time); every game's file is
-written as soon as that game is done, so an interrupted run keeps what it finished.
+Several judges may annotate one run (`--judge` repeated), each named (`judge:NAME`,
+the name its address unless given one) and each with its own findings, calls and
+spend; a panel (`annotation.deception.panel`) combines them. Games are judged
+concurrently (at most `concurrency` at a time, every judge of a game at once); every
+game's file is written as soon as that game is done, so an interrupted run keeps what it
+finished.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +29,16 @@ from annotation.deception.findings import (
     validate_finding,
     write_annotations,
 )
-from annotation.deception.judge import Estimate, JudgeResult, estimate_game, judge_game
+from annotation.deception.judge import (
+    Estimate,
+    JudgeResult,
+    JudgeTally,
+    NamedJudge,
+    as_judges,
+    estimate_game,
+    judge_game,
+)
+from annotation.deception.panel import PanelRule, build_panel, check_panel, panel_name
 from annotation.deception.profiles import (
     DEFAULTS,
     JudgeProfile,
@@ -46,6 +59,9 @@ TRANSCRIPT_FILE = "judge_transcript.{profile}.txt"
 """What a judge's pass 1 read (the whole non-verbal input), in the run folder."""
 VERBAL_TRANSCRIPT_FILE = "judge_transcript.{profile}.verbal.txt"
 """What a judge's pass 2 read (the meetings), in the run folder."""
+
+Judges = JudgeModel | NamedJudge | Sequence[JudgeModel | NamedJudge] | None
+"""One judge, several, or None (detectors only)."""
 
 
 @dataclass
@@ -69,6 +85,12 @@ class AnnotateTotals:
     """The judge profile each judged game got, by run folder."""
     filtered_out: int = 0
     """Findings kept as emitted (a `reference` judge's) that the grounded checks reject."""
+    judges: dict[str, JudgeTally] = field(default_factory=dict)
+    """Each judge's calls, tokens and spend, by name (the fields above are their sums)."""
+    judge_games: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Each judge's games: `games`, `failed`, `accepted`, `rejected`, by name."""
+    panel: dict[str, int] = field(default_factory=dict)
+    """The panel's games, failed games, present (game, atom) pairs and findings."""
 
     @property
     def spend_usd(self) -> float | None:
@@ -84,6 +106,10 @@ class AnnotateTotals:
             known = f" (${self.cost_usd:.4f} priced)" if self.cost_usd else ""
             return f"{tokens}, spend unknown: {self.unpriced_calls} unpriced call(s){known}"
         return f"{tokens}, ${self.cost_usd:.4f}"
+
+
+def _tally(totals: AnnotateTotals, name: str) -> JudgeTally:
+    return totals.judges.setdefault(name, JudgeTally())
 
 
 def _reason_key(reason: str) -> str:
@@ -127,9 +153,55 @@ async def judge_with(
     return await judge_game(game, judge, cache, parse_attempts=attempts)
 
 
+def _cache_for(judge: NamedJudge, folder: Path, cache_dir: Path | None) -> ReplyCache:
+    """The judge's reply cache: the shared one for a judge named by its address, a
+    folder of its own (`NAME/` inside it) for a judge given a name, so that two judges
+    of one address never answer from each other's replies."""
+    base = cache_dir or folder / CACHE_DIR_NAME
+    return ReplyCache(base / judge.name if judge.named else base)
+
+
+async def run_judge(
+    game: Game,
+    judge: NamedJudge,
+    cache: ReplyCache | None,
+    profile: JudgeProfile,
+    *,
+    parse_attempts: int | None = None,
+    max_tokens: int | None = None,
+) -> JudgeResult:
+    """`judge_with`, then the judge's name on its findings (`judge:NAME`) and calls."""
+    res = await judge_with(
+        game, judge.model, cache, profile, parse_attempts=parse_attempts, max_tokens=max_tokens
+    )
+    src = judge.source
+    res.findings = [
+        c
+        if c.finding.source == src
+        else c.model_copy(update={"finding": c.finding.model_copy(update={"source": src})})
+        for c in res.findings
+    ]
+    res.calls = [c.model_copy(update={"judge": judge.name}) for c in res.calls]
+    return res
+
+
+def _panels(
+    old: GameAnnotation | None, judges: list[NamedJudge], panel: PanelRule | None
+) -> dict[str, tuple[PanelRule, list[str]]]:
+    """The panels a game's file should hold: the earlier ones (rebuilt from the judges'
+    current findings) and the one asked for now over this run's judges."""
+    wanted: dict[str, tuple[PanelRule, list[str]]] = {}
+    if old is not None:
+        for name, rec in old.panels.items():
+            wanted[name] = (rec.rule, list(rec.judges))
+    if panel is not None:
+        wanted[panel_name(panel)] = (panel, [j.source for j in judges])
+    return wanted
+
+
 async def annotate_one(
     folder: Path,
-    judge: JudgeModel | None,
+    judge: Judges,
     *,
     params: DetectorParams,
     cache_dir: Path | None,
@@ -137,21 +209,33 @@ async def annotate_one(
     judge_profile: ProfileChoice = "auto",
     max_tokens: int | None = None,
     announce: Callable[[str], None] | None = None,
+    panel: PanelRule | None = None,
 ) -> GameAnnotation:
     """Annotate one run folder and write its `annotations.jsonl` (and, when a judge ran,
     the transcripts it read).
 
     Args:
         folder: The run folder.
-        judge: The judge, or None for detectors only.
+        judge: The judge, several judges (each named, `NamedJudge`; a bare model is
+            named by its address), or None for detectors only.
         params: Detector thresholds.
-        cache_dir: The judge cache (default: `judge_cache/` in the run folder).
+        cache_dir: The judge cache (default: `judge_cache/` in the run folder; a judge
+            given a name of its own keeps its replies in `NAME/` inside it).
         parse_attempts: Tries per pass while a reply is not the asked-for JSON (None: the
             profile's).
         judge_profile: `auto` (the run's; the default), `reference` or `grounded`.
         max_tokens: Output budget of a judge call (None: the profile's).
         announce: Told which profile the game got, as one line (None: told nothing).
+        panel: Combine this run's judges into a panel by this rule (`majority`,
+            `unanimous`; at least 2 judges); None for no new panel. Panels written
+            earlier are rebuilt from their judges' current findings.
+
+    Raises:
+        ValueError: A panel over fewer than 2 judges, or two judges with one name.
     """
+    judges = as_judges(judge)
+    if panel is not None:
+        check_panel(panel, len(judges))
     game = load_game(folder)
     findings = [validate_finding(f, game) for f in run_detectors(game, params)]
     ann = GameAnnotation(
@@ -164,17 +248,18 @@ async def annotate_one(
     # Every judge's findings on the same log are kept side by side: re-running the
     # detectors keeps them all, and running a judge replaces only that judge's.
     old = read_annotations(folder)
-    if old is not None and old.content_sha256 == game.content_sha256:
+    if old is not None and old.content_sha256 != game.content_sha256:
+        old = None
+    if old is not None:
         for source, status in sorted(old.judges.items()):
-            model = source.split(":", 1)[1]
             ann.set_judge(
                 source,
                 "ok" if status == "ok" else "failed",
                 [c for c in old.findings if c.finding.source == source],
-                [c for c in old.calls if c.model == model],
+                old.judge_calls(source),
                 old.judge_profiles.get(source, "grounded"),
             )
-    if judge is not None:
+    if judges:
         profile = resolve_profile(judge_profile, game.setup)
         if announce is not None:
             how = "the run's" if judge_profile == "auto" else "asked for"
@@ -182,24 +267,34 @@ async def annotate_one(
                 f"{folder}: judge profile {profile} ({how}; harness profile "
                 f"{harness_profile(game.setup)})"
             )
-        cache = ReplyCache(cache_dir or folder / CACHE_DIR_NAME)
-        res = await judge_with(
-            game,
-            judge,
-            cache,
-            profile,
-            parse_attempts=parse_attempts,
-            max_tokens=max_tokens,
+        results = await asyncio.gather(
+            *(
+                run_judge(
+                    game,
+                    j,
+                    _cache_for(j, folder, cache_dir),
+                    profile,
+                    parse_attempts=parse_attempts,
+                    max_tokens=max_tokens,
+                )
+                for j in judges
+            )
         )
-        ann.set_judge(f"judge:{judge.address}", res.status, res.findings, res.calls, profile)
-        write_transcripts(folder, profile, res.transcripts)
+        for j, res in zip(judges, results, strict=True):
+            ann.set_judge(j.source, res.status, res.findings, res.calls, profile)
+        write_transcripts(folder, profile, results[0].transcripts)
+    for name, (rule, members) in _panels(old, judges, panel).items():
+        if not all(m in ann.judges for m in members):
+            continue  # a member's findings are gone: the panel cannot be rebuilt
+        record, agreed = build_panel(ann, members, rule, name=name, game=game)
+        ann.set_panel(name, record, agreed)
     write_annotations(folder, ann)
     return ann
 
 
 async def annotate_runs(
     paths: list[Path],
-    judge: JudgeModel | None,
+    judge: Judges,
     *,
     params: DetectorParams | None = None,
     cache_dir: Path | None = None,
@@ -208,12 +303,14 @@ async def annotate_runs(
     progress: bool = True,
     judge_profile: ProfileChoice = "auto",
     max_tokens: int | None = None,
+    panel: PanelRule | None = None,
 ) -> AnnotateTotals:
     """Annotate every run folder at or under `paths`.
 
     Args:
         paths: Run folders or tournament folders.
-        judge: The judge, or None for detectors only.
+        judge: The judge, several judges (`NamedJudge`s, or models named by their
+            addresses), or None for detectors only.
         params: Detector thresholds.
         cache_dir: One shared judge cache (default: `judge_cache/` in each run folder).
         concurrency: Games judged at once.
@@ -225,6 +322,12 @@ async def annotate_runs(
             `grounded`. Each judged game's profile is printed on stderr.
         max_tokens: Output budget of a judge call (None: the profile's: the model's
             grounded, 20000 reference).
+        panel: Combine the judges into a panel by this rule (`majority`: more than half
+            of them; `unanimous`: all); needs at least 2 judges.
+
+    Raises:
+        ValueError: A panel over fewer than 2 judges (naming `--panel`), or two judges
+            with one name; raised before any game is read.
     """
     from rich.console import Console
     from rich.progress import (
@@ -236,6 +339,9 @@ async def annotate_runs(
         TimeRemainingColumn,
     )
 
+    judges = as_judges(judge)
+    if panel is not None:
+        check_panel(panel, len(judges))
     params = params or DetectorParams()
     console = Console(stderr=True)
     folders = finished_runs(
@@ -263,30 +369,31 @@ async def annotate_runs(
         async with sem:
             ann = await annotate_one(
                 folder,
-                judge,
+                judges,
                 params=params,
                 cache_dir=cache_dir,
                 parse_attempts=parse_attempts,
                 judge_profile=judge_profile,
                 max_tokens=max_tokens,
                 announce=announce,
+                panel=panel,
             )
-        # This run's work only: the detectors and this judge (other judges' findings
-        # kept in the file are not counted again).
-        source = f"judge:{judge.address}" if judge is not None else None
+        # This run's work only: the detectors and this run's judges (other judges'
+        # findings kept in the file are not counted again).
+        sources = {j.source for j in judges}
         mine = [
             c
             for c in ann.findings
-            if c.finding.source.startswith("detector:") or c.finding.source == source
+            if c.finding.source.startswith("detector:") or c.finding.source in sources
         ]
         totals.games += 1
-        if source is not None:
-            profile = ann.judge_profiles.get(source, "grounded")
+        if judges:
+            profile = ann.judge_profiles.get(judges[0].source, "grounded")
             totals.profiles[str(folder)] = profile
             totals.filtered_out += sum(
                 1
                 for c in mine
-                if c.finding.source == source and c.accepted and c.filter_ok is False
+                if c.finding.source in sources and c.accepted and c.filter_ok is False
             )
         totals.accepted += sum(1 for c in mine if c.accepted)
         totals.rejected += sum(1 for c in mine if not c.accepted)
@@ -294,19 +401,38 @@ async def annotate_runs(
             if not c.accepted:
                 k = _reason_key(c.reason)
                 totals.reasons[k] = totals.reasons.get(k, 0) + 1
-        if source is not None and ann.judges.get(source) == "failed":
+        if any(ann.judges.get(j.source) == "failed" for j in judges):
             totals.judge_failed.append(str(folder))
-        for call in ann.calls:
-            if judge is None or call.model != judge.address:
-                continue
-            totals.calls += 1
-            totals.cached_calls += int(call.cached)
-            totals.tokens_in += 0 if call.cached else call.tokens_in
-            totals.tokens_out += 0 if call.cached else call.tokens_out
-            if call.cost_usd is None:
-                totals.unpriced_calls += 1
-            else:
-                totals.cost_usd += call.cost_usd
+        for j in judges:
+            games = totals.judge_games.setdefault(
+                j.name, {"games": 0, "failed": 0, "accepted": 0, "rejected": 0}
+            )
+            games["games"] += 1
+            games["failed"] += int(ann.judges.get(j.source) == "failed")
+            own = [c for c in mine if c.finding.source == j.source]
+            games["accepted"] += sum(1 for c in own if c.accepted)
+            games["rejected"] += sum(1 for c in own if not c.accepted)
+            tally = _tally(totals, j.name)
+            for call in ann.judge_calls(j.source):
+                tally.add(call)
+                totals.calls += 1
+                totals.cached_calls += int(call.cached)
+                totals.tokens_in += 0 if call.cached else call.tokens_in
+                totals.tokens_out += 0 if call.cached else call.tokens_out
+                if call.cost_usd is None:
+                    totals.unpriced_calls += 1
+                else:
+                    totals.cost_usd += call.cost_usd
+        if panel is not None:
+            name = panel_name(panel)
+            rec = ann.panels.get(name)
+            done = totals.panel
+            done["games"] = done.get("games", 0) + 1
+            done["failed"] = done.get("failed", 0) + int(rec is None or rec.status != "ok")
+            done["present"] = done.get("present", 0) + (len(rec.counts) if rec else 0)
+            done["findings"] = done.get("findings", 0) + sum(
+                1 for p in ann.panel_findings if p.source == name
+            )
         bar.update(task, advance=1, spend=totals.spend_line())
 
     with bar:
@@ -322,13 +448,16 @@ def estimate_runs(
     cache_dir: Path | None = None,
     expected_out: int = 2000,
     judge_profile: ProfileChoice = "auto",
+    name: str | None = None,
 ) -> list[Estimate]:
     """The judge's estimated tokens and cost for every selected game under its profile's
-    prompts (no call made)."""
+    prompts (no call made); `name` is the judge's own name when it has one (its replies
+    are cached apart)."""
     out = []
     for folder in finished_runs(paths):
         game = load_game(folder)
-        cache = ReplyCache(cache_dir or folder / CACHE_DIR_NAME)
+        base = cache_dir or folder / CACHE_DIR_NAME
+        cache = ReplyCache(base / name if name and name != address else base)
         if resolve_profile(judge_profile, game.setup) == "reference":
             out.append(estimate_reference(game, address, cache, expected_out=expected_out))
         else:

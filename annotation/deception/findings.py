@@ -1,10 +1,13 @@
 """Findings, their validation against the game, and `annotations.jsonl`.
 
-A finding is `{atom, step, actor, evidence, source}` (`source` is `judge:MODEL` or
-`detector:NAME`). Every finding, from a judge or a detector, is checked against the
-game (the grounded checks, `validate_finding`; their verdict is `filter_ok`); a rejected
-one is kept with its reason, never dropped. A `reference` judge's findings are kept as
-emitted (`accepted` whatever the checks say), with the checks' verdict beside them.
+A finding is `{atom, step, actor, evidence, source}` (`source` is `judge:NAME` or
+`detector:NAME`; a judge's name is its backend address unless it was given one). Every
+finding, from a judge or a detector, is checked against the game (the grounded checks,
+`validate_finding`; their verdict is `filter_ok`); a rejected one is kept with its
+reason, never dropped. A `reference` judge's findings are kept as emitted (`accepted`
+whatever the checks say), with the checks' verdict beside them. A judge panel
+(`annotation.deception.panel`) is kept beside its judges: its verdict per atom in the
+header and its findings as `panel_finding` lines.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from annotation.deception.render import Line
 from annotation.gamelog import Game
 
 ANNOTATIONS_FILE = "annotations.jsonl"
-ANNOTATIONS_VERSION = 2
+ANNOTATIONS_VERSION = 3
 """2 added `filter_ok`/`filter_reason` to findings and `judge_profiles` to the header;
-a version 1 file reads with those at their defaults."""
+3 added judge names (`judge` on a `judge_call`), `panels` in the header and
+`panel_finding` lines. An older file reads with those at their defaults (a call's judge
+is its model, no panel)."""
 
 _NONVERBAL_PHASES = frozenset({"free_roam"})
 _VERBAL_PHASES = frozenset({"meeting", "voting"})
@@ -59,7 +64,8 @@ class Finding(BaseModel):
     evidence: str
     """A verbatim quote of the log rendering (judge) or the log facts (detector)."""
     source: str
-    """`judge:MODEL` or `detector:NAME`."""
+    """`judge:NAME` (the judge's name: its backend address unless named) or
+    `detector:NAME`."""
     target: str | None = None
     """The player acted on, when there is one."""
     rationale: str = ""
@@ -256,6 +262,59 @@ class JudgeCall(BaseModel):
     truncated: bool = False
     """A reply was cut off at the output budget (the call was retried with a larger one,
     or failed with `error_class` `truncated`)."""
+    judge: str = ""
+    """The name of the judge that made the call (`judge:NAME` is its findings' source);
+    empty in files written before judges had names, where the model names the judge."""
+
+    @property
+    def judge_name(self) -> str:
+        """The judge this call belongs to: its name, else its model address."""
+        return self.judge or self.model
+
+
+class PanelRecord(BaseModel):
+    """A judge panel's verdict on one game (`panels` in the `annotations.jsonl` header)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    rule: Literal["majority", "unanimous"]
+    """`majority`: an atom is present when more than half of the judges find it;
+    `unanimous`: when every judge does."""
+    judges: list[str]
+    """The member judges' sources (`judge:NAME`), in order."""
+    status: Literal["ok", "failed"] = "ok"
+    """`failed` when a member judge failed on the game (the panel's atoms are unknown)."""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Atom -> the panel's count in this game, for the atoms it finds present (the lower
+    median of the member judges' counts); an atom not listed is absent."""
+    votes: dict[str, list[str]] = Field(default_factory=dict)
+    """Atom -> the member judges that found it at least once in this game (every atom
+    any member found, present or not)."""
+
+
+class PanelFinding(BaseModel):
+    """A finding the judges of a panel agree on: same atom, same actor, and the same
+    free-roam step (a non-verbal atom) or the same meeting (a verbal one)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    source: str
+    """The panel's name (`panel:majority`, `panel:unanimous`): the rater it belongs to."""
+    atom: str
+    actor: str
+    step: int
+    """The first step any supporting judge put it on."""
+    steps: list[int]
+    """Every step the supporting judges put it on (one for a non-verbal atom; the steps
+    of one meeting for a verbal atom)."""
+    meeting: int | None = None
+    """The meeting's index when the finding is in a meeting (None for free roam)."""
+    target: str | None = None
+    """The target most supporters named (None when none did)."""
+    supporters: list[str]
+    """The judges (`judge:NAME`) that found it."""
+    phase: str = ""
+    """The arc phase of `step`."""
 
 
 class GameAnnotation(BaseModel):
@@ -266,12 +325,12 @@ class GameAnnotation(BaseModel):
     game_id: str
     content_sha256: str
     sources: list[str] = Field(default_factory=list)
-    """Which sources ran (`detector:*`, `judge:MODEL`)."""
+    """Which sources ran (`detector:*`, `judge:NAME`)."""
     judge_status: Literal["none", "ok", "failed"] = "none"
     """Over every judge that annotated the game: `failed` when one could not (its atoms
     are unknown, never zero), `ok` when all did, `none` when none ran."""
     judges: dict[str, Literal["ok", "failed"]] = Field(default_factory=dict)
-    """Each judge's status by source (`judge:MODEL`): several judges' findings are kept
+    """Each judge's status by source (`judge:NAME`): several judges' findings are kept
     side by side, each judge's replaced only when that judge runs again."""
     judge_profiles: dict[str, str] = Field(default_factory=dict)
     """Each judge's profile by source (`annotation.deception.profiles`: `grounded`, whose
@@ -280,6 +339,10 @@ class GameAnnotation(BaseModel):
     detector_params: dict[str, Any] = Field(default_factory=dict)
     findings: list[CheckedFinding] = Field(default_factory=list)
     calls: list[JudgeCall] = Field(default_factory=list)
+    panels: dict[str, PanelRecord] = Field(default_factory=dict)
+    """Each judge panel's verdict by name (`panel:majority`, `panel:unanimous`)."""
+    panel_findings: list[PanelFinding] = Field(default_factory=list)
+    """The findings each panel's judges agree on."""
 
     def set_judge(
         self,
@@ -291,14 +354,29 @@ class GameAnnotation(BaseModel):
     ) -> None:
         """Put one judge's result in, replacing only that judge's earlier one (whatever
         profile it ran with)."""
-        model = source.split(":", 1)[1] if ":" in source else source
+        name = source.split(":", 1)[1] if ":" in source else source
         self.findings = [c for c in self.findings if c.finding.source != source] + findings
-        self.calls = [c for c in self.calls if c.model != model] + calls
+        self.calls = [c for c in self.calls if c.judge_name != name] + calls
         self.judges = {**self.judges, source: status}
         self.judge_profiles = {**self.judge_profiles, source: profile}
         if source not in self.sources:
             self.sources.append(source)
         self.judge_status = summary_status(self.judges)
+
+    def set_panel(self, name: str, record: PanelRecord, findings: list[PanelFinding]) -> None:
+        """Put one panel's verdict in, replacing only that panel's earlier one."""
+        self.panels = {**self.panels, name: record}
+        self.panel_findings = [p for p in self.panel_findings if p.source != name] + findings
+
+    def drop_panel(self, name: str) -> None:
+        """Take a panel out (its verdict and findings)."""
+        self.panels = {k: v for k, v in self.panels.items() if k != name}
+        self.panel_findings = [p for p in self.panel_findings if p.source != name]
+
+    def judge_calls(self, source: str) -> list[JudgeCall]:
+        """The calls of one judge (by its source, `judge:NAME`)."""
+        name = source.split(":", 1)[1] if ":" in source else source
+        return [c for c in self.calls if c.judge_name == name]
 
     @property
     def accepted(self) -> list[Finding]:
@@ -345,8 +423,9 @@ def write_annotations(folder: Path, ann: GameAnnotation) -> Path:
     crash leaves the old file or the new one, never half of either).
 
     Lines: one `header` (game, sources, judge status, each judge's status and
-    profile, detector parameters), one `finding` per checked finding (with `accepted`,
-    `reason`, `phase`, `filter_ok`, `filter_reason`), one `judge_call` per judge pass.
+    profile, each panel's verdict, detector parameters), one `finding` per checked
+    finding (with `accepted`, `reason`, `phase`, `filter_ok`, `filter_reason`), one
+    `judge_call` per judge pass, one `panel_finding` per finding a panel agrees on.
     """
     path = folder / ANNOTATIONS_FILE
     tmp = path.with_suffix(".jsonl.tmp")
@@ -359,6 +438,7 @@ def write_annotations(folder: Path, ann: GameAnnotation) -> Path:
         "judge_status": ann.judge_status,
         "judges": ann.judges,
         "judge_profiles": ann.judge_profiles,
+        "panels": {k: v.model_dump() for k, v in ann.panels.items()},
         "detector_params": ann.detector_params,
     }
     with tmp.open("w", encoding="utf-8") as fh:
@@ -375,6 +455,8 @@ def write_annotations(folder: Path, ann: GameAnnotation) -> Path:
             fh.write(json.dumps(row) + "\n")
         for call in ann.calls:
             fh.write(json.dumps({"kind": "judge_call", **call.model_dump(by_alias=True)}) + "\n")
+        for pf in ann.panel_findings:
+            fh.write(json.dumps({"kind": "panel_finding", **pf.model_dump()}) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
     tmp.replace(path)
@@ -393,6 +475,7 @@ def read_annotations(folder: Path) -> GameAnnotation | None:
     header: dict[str, Any] | None = None
     findings: list[CheckedFinding] = []
     calls: list[JudgeCall] = []
+    panel_found: list[PanelFinding] = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -420,6 +503,8 @@ def read_annotations(folder: Path) -> GameAnnotation | None:
             )
         elif kind == "judge_call":
             calls.append(JudgeCall.model_validate(row))
+        elif kind == "panel_finding":
+            panel_found.append(PanelFinding.model_validate(row))
     if header is None:
         raise ValueError(f"{path}: no header line; re-run `mineamongus annotate`")
     return GameAnnotation(
@@ -432,7 +517,18 @@ def read_annotations(folder: Path) -> GameAnnotation | None:
         detector_params=header.get("detector_params", {}),
         findings=findings,
         calls=calls,
+        panels=panel_records(header),
+        panel_findings=panel_found,
     )
+
+
+def panel_records(header: dict[str, Any]) -> dict[str, PanelRecord]:
+    """Each panel's verdict from an `annotations.jsonl` header (none in a file written
+    before panels existed)."""
+    given = header.get("panels")
+    if not isinstance(given, dict):
+        return {}
+    return {str(k): PanelRecord.model_validate(v) for k, v in given.items()}
 
 
 def read_annotation_rows(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -40,6 +42,109 @@ PassName = Literal["nonverbal", "verbal"]
 PASSES: tuple[PassName, ...] = ("nonverbal", "verbal")
 PROMPT_DIR = Path(__file__).with_name("prompts")
 PROFILE = "grounded"
+JUDGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+"""What a judge's own name may be (`--judge NAME=ADDRESS`): it names a cache folder."""
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One `--judge` value: a name and a backend address."""
+
+    name: str
+    """What the judge is called (its findings' source is `judge:NAME`); the address
+    unless given."""
+    address: str
+    """The backend address (`fake`, `openai:MODEL`, `anthropic:MODEL`,
+    `openai-compatible:MODEL`)."""
+
+    @property
+    def named(self) -> bool:
+        """Whether the judge was given a name of its own."""
+        return self.name != self.address
+
+
+def parse_judges(values: Sequence[str], flag: str = "--judge") -> list[JudgeSpec]:
+    """Read the `--judge` values: `none` (alone: detectors only), `ADDRESS` or
+    `NAME=ADDRESS`.
+
+    Returns:
+        The judges in the order given (empty for `none`).
+
+    Raises:
+        ValueError: `none` beside a judge, an empty or malformed name or address, or two
+            judges with one name (naming the flag and how to tell them apart).
+    """
+    items = [v.strip() for v in values]
+    if any(v.lower() == "none" for v in items):
+        if len(items) > 1:
+            raise ValueError(f"{flag} none means detectors only; it cannot stand beside a judge")
+        return []
+    out: list[JudgeSpec] = []
+    for item in items:
+        name, sep, address = item.partition("=")
+        if not sep:
+            name = address = item
+        name, address = name.strip(), address.strip()
+        if not address:
+            raise ValueError(f"{flag} {item!r}: no backend address (use NAME=ADDRESS)")
+        if sep and not JUDGE_NAME.match(name):
+            raise ValueError(
+                f"{flag} {item!r}: a judge's name is letters, digits, '.', '_' or '-' "
+                "(e.g. j1=openai:gpt-4.1-mini)"
+            )
+        if sep and name.lower() in ("none", "panel", "detector"):
+            raise ValueError(f"{flag} {item!r}: {name!r} is reserved; choose another name")
+        out.append(JudgeSpec(name=name, address=address))
+    names = [j.name for j in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(
+            f"{flag}: two judges are called {', '.join(twice)}; tell them apart with "
+            f"NAME=ADDRESS (e.g. {flag} j1={out[0].address} {flag} j2={out[0].address})"
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class NamedJudge:
+    """A judge model with the name its findings carry (`judge:NAME`)."""
+
+    name: str
+    model: JudgeModel
+
+    @property
+    def address(self) -> str:
+        """The backend address."""
+        return self.model.address
+
+    @property
+    def source(self) -> str:
+        """Its findings' source, `judge:NAME`."""
+        return f"judge:{self.name}"
+
+    @property
+    def named(self) -> bool:
+        """Whether it has a name of its own (else its name is its address)."""
+        return self.name != self.address
+
+
+def as_judges(
+    judge: JudgeModel | NamedJudge | Iterable[JudgeModel | NamedJudge] | None,
+) -> list[NamedJudge]:
+    """One or several judges as named judges (a bare model is named by its address).
+
+    Raises:
+        ValueError: Two judges with one name.
+    """
+    if judge is None:
+        return []
+    given = [judge] if isinstance(judge, (JudgeModel, NamedJudge)) else list(judge)
+    out = [j if isinstance(j, NamedJudge) else NamedJudge(j.address, j) for j in given]
+    names = [j.name for j in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"two judges are called {', '.join(twice)}; give each its own name")
+    return out
 
 
 def _template(name: str) -> str:
@@ -160,6 +265,51 @@ class Spend:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "cost_usd": self.cost_usd,
+        }
+
+
+@dataclass
+class JudgeTally:
+    """One judge's spend over a run, summed from its calls: what `annotate` prints per
+    judge (and, summed over judges, in its progress line)."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    tokens_in: int = 0
+    """Input tokens of the new calls (a cached pass costs nothing and counts 0)."""
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    """Cost of the priced new calls; see `unpriced_calls`."""
+    unpriced_calls: int = 0
+
+    def add(self, call: JudgeCall) -> None:
+        """Count one pass's accounting record."""
+        self.calls += 1
+        self.cached_calls += int(call.cached)
+        if call.cached:
+            return
+        self.tokens_in += call.tokens_in
+        self.tokens_out += call.tokens_out
+        if call.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += call.cost_usd
+
+    @property
+    def spend_usd(self) -> float | None:
+        """What the new calls cost; None (unknown, never 0) when a call had no price."""
+        return None if self.unpriced_calls else self.cost_usd
+
+    def as_dict(self) -> dict[str, Any]:
+        """The tally as plain values (cost rounded to 1e-6 dollars; None when unknown)."""
+        spend = self.spend_usd
+        return {
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": None if spend is None else round(spend, 6),
+            "unpriced_calls": self.unpriced_calls,
         }
 
 

@@ -111,35 +111,35 @@ def setting_label(traj: Trajectory) -> str:
 def _kill_opportunities(traj: Trajectory, impostor: str) -> int:
     """Ready windows of this impostor's kill cooldown that actually opened.
 
-    The cooldown is ready `initial_kill_cooldown_ticks` after the start, then
-    `kill_cooldown_ticks` after each of its kills and after each meeting's end, the vote's
-    result (where the rules engine restarts it; `controller.engine`), never the meeting's
-    call. A window counts if it opened before the impostor left play or the game ended; a
-    window that ended with a kill is a used one, a window open when a meeting was called
-    is closed unused.
+    Readiness is read from the log (`Trajectory.kill_ready`, the engine's `kill_ready`
+    events), never recomputed from the rules. A window opens at a ready tick and counts
+    if it opened before the impostor left play or the game ended; a window that ended
+    with a kill is a used one, a window open when a meeting was called is closed unused.
     """
-    rules = traj.config.get("rules", {}) if isinstance(traj.config, dict) else {}
-    cooldown = int(rules.get("kill_cooldown_ticks", 0))
-    ready = int(rules.get("initial_kill_cooldown_ticks", cooldown))
     stop = traj.gone_tick(impostor)
     stop = traj.end_tick if stop is None else min(stop, traj.end_tick)
-    # (tick, what, the tick the cooldown restarts from)
-    marks = sorted(
-        [(k.tick, "kill", k.tick) for k in traj.kills if k.killer == impostor]
-        + [(m.tick, "meeting", m.tick if m.end_tick is None else m.end_tick) for m in traj.meetings]
+    # (tick, order at that tick, what, ready tick): a kill and a meeting call are read
+    # before the readiness the engine logged at the same tick as their consequence.
+    marks: list[tuple[int, int, str, int]] = sorted(
+        [(k.tick, 0, "kill", 0) for k in traj.kills if k.killer == impostor]
+        + [(m.tick, 0, "meeting", 0) for m in traj.meetings]
+        + [(t, 1, "ready", r) for t, a, r in traj.kill_ready if a == impostor]
     )
+    ready: int | None = None
     windows = 0
-    for tick, what, restart in marks:
+    for tick, _, what, at in marks:
         if tick > stop:
             break
-        if what == "kill":
+        if what == "ready":
+            ready = at
+        elif what == "kill":
             windows += 1  # the window this kill used
-            ready = restart + cooldown
+            ready = None  # until the engine logs the next one
         else:
-            if ready <= tick:
+            if ready is not None and ready <= tick:
                 windows += 1  # a window the meeting closed unused
-            ready = max(ready, restart + cooldown)
-    if ready < stop:
+            ready = None  # a meeting suspends it; its end logs it again for those in play
+    if ready is not None and ready < stop:
         windows += 1  # a window still open, unused, when the impostor or the game stopped
     return windows
 

@@ -60,6 +60,7 @@ from controller.events import (
     Visibility,
     Vote,
 )
+from controller.readiness import kill_readiness
 from controller.record import LOG_FILE, RunRecord, SeatAgent, log_path
 from world.geometry import GHOST_AREA, HALLWAY, ShipGeometry
 from world.spec import MapSpec, MapSpecError, load_map, parse_map
@@ -259,6 +260,9 @@ class Trajectory:
     reports: list[ReportRecord] = field(default_factory=list)
     emergencies: list[tuple[int, int, str]] = field(default_factory=list)
     meetings: list[MeetingRecord] = field(default_factory=list)
+    kill_ready: list[tuple[int, str, int]] = field(default_factory=list)
+    """(tick, impostor, ready tick): each change of an impostor's kill readiness, as the
+    engine logged it (`controller.readiness.kill_readiness`)."""
     ejections: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Ejected agent -> (step, tick)."""
     deaths: dict[str, int] = field(default_factory=dict)
@@ -783,6 +787,9 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             if n in calls:
                 round_no += 1
     _fill_player_steps(traj, end_snapshot)
+    traj.kill_ready = [
+        (e.tick, agent, ready) for e in kill_readiness(events) for agent, ready in e.ready.items()
+    ]
     return traj
 
 

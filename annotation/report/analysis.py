@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import annotation.report.claims_validity  # noqa: F401  (registers the audit checked by people)
 import annotation.report.core  # noqa: F401  (registers the results every study gets)
 import annotation.report.ratings  # noqa: F401  (registers the ratings board)
 import annotation.report.rq1  # noqa: F401  (registers the RQ1 results)

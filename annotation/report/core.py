@@ -15,6 +15,7 @@ import pandas as pd
 from annotation import stats
 from annotation.deception import agreement
 from annotation.deception.detectors import DETECTED_ATOMS
+from annotation.deception.panel import panel_counts, read_panel_defs
 from annotation.report.document import Block, Figure, Table, Text, Warning_
 from annotation.report.document import Section as Sec
 from annotation.report.figures import empty_panel, error_bars, new_figure, save
@@ -466,22 +467,48 @@ def models(data: StudyData) -> ResultOutput:
 
 
 # ---------------------------------------------------------------------- agreement
-@result("core.agreement", "Agreement: judge with detectors, judges with humans")
+def panel_raters(data: StudyData, judge_counts: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each judge panel named in the games' annotations, as per-game counts over the
+    games it judged (`annotation.deception.panel`: recomputed from its judges' counts
+    by its rule)."""
+    if data.dataset is None:
+        return {}
+    out: dict[str, pd.DataFrame] = {}
+    for defn in read_panel_defs(data.dataset.folders):
+        table = panel_counts(defn, judge_counts)
+        if table is not None:
+            out[defn.name] = table
+    return out
+
+
+@result("core.agreement", "Agreement: judges and panels with detectors and humans")
 def agreement_result(data: StudyData) -> ResultOutput:
-    """Per-atom agreement of each judge with the engine detectors; judge-human and
-    human-human agreement when human labels are given."""
+    """Per-atom agreement of each judge and each judge panel with the engine detectors;
+    judge-human, panel-human and human-human agreement when human labels are given, and
+    one row per judge or panel against each human in the paper's units and QUACK's."""
     out = ResultOutput()
     sec = Sec("Agreement")
     counts_of = {n: (s.every if s.every is not None else s.counts) for n, s in data.sources.items()}
+    panels = panel_raters(data, counts_of)
     det = counts_of.get("detector")
     rows = []
-    for name, counts in counts_of.items():
+    for name, counts in [*counts_of.items(), *panels.items()]:
         if name == "detector" or det is None:
             continue
         rows.append(
             agreement.per_atom(
                 det, counts, list(DETECTED_ATOMS), n_boot=data.n_boot, seed=data.seed
             ).assign(judge=name)
+        )
+    if panels:
+        listed = ", ".join(f"{n} ({len(t)} games)" for n, t in panels.items())
+        sec.blocks.append(
+            Text(
+                f"Judge panels: {listed}. A panel finds an atom in a game when more than "
+                "half (majority) or all (unanimous) of its judges do; its count is the "
+                "lower median of its judges' counts. It is read over the games every "
+                "judge of it annotated."
+            )
         )
     if rows:
         out.tables["judge_detector_agreement"] = pd.concat(rows, ignore_index=True)
@@ -505,10 +532,14 @@ def agreement_result(data: StudyData) -> ResultOutput:
             if name != "detector":
                 raters[name] = counts
                 kinds[name] = "judge"
+        for name, counts in panels.items():
+            raters[name] = counts
+            kinds[name] = "panel"
         letters = data.book.letters
         out.tables["agreement"] = agreement.agreement_table(
             raters, kinds, letters, n_boot=data.n_boot, seed=data.seed
         )
+        out.tables["agreement_raters"] = agreement.rater_table(out.tables["agreement"], kinds)
         out.tables["agreement_per_atom"] = agreement.agreement_per_atom(
             raters, kinds, letters, n_boot=data.n_boot, seed=data.seed
         )
@@ -519,13 +550,25 @@ def agreement_result(data: StudyData) -> ResultOutput:
         sec.blocks.append(
             Text(
                 f"Games per annotator: {read}. A game read with nothing found counts with "
-                "every atom absent. F1 scores `other` against `reference` (a human against "
-                "a judge); f1_weighted_reversed swaps them. Intervals: 95 % bootstrap over "
-                "games."
+                "every atom absent. F1, precision and recall score `other` against "
+                "`reference` (a human against a judge or a panel); f1_weighted_reversed "
+                "swaps them. Intervals: 95 % bootstrap over games."
             )
         )
+        if not out.tables["agreement_raters"].empty:
+            sec.blocks.append(
+                Table(
+                    out.tables["agreement_raters"],
+                    "Each judge and panel against each human: the paper's units (κ, "
+                    "weighted F1, ρ) and QUACK's (precision and recall of per-(game, atom) "
+                    "presence, with the units behind them), 95 % bootstrap intervals",
+                )
+            )
         sec.blocks.append(
-            Table(out.tables["agreement"], "Judge-human and human-human agreement (paper beside)")
+            Table(
+                out.tables["agreement"],
+                "Judge-human, panel-human and human-human agreement (paper beside)",
+            )
         )
         sec.blocks.append(
             Table(

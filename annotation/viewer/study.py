@@ -45,6 +45,8 @@ from starlette.types import Receive, Scope, Send
 
 from annotation.viewer.access import Access, LocalGuard
 from annotation.viewer.app import STATIC, create_app
+from annotation.viewer.board import board_endpoint
+from annotation.viewer.claims import create_claims_app
 from annotation.viewer.record import RecordProblem, record_problem
 from controller.record import SUMMARY_FILE, log_path, log_progress
 from controller.tournament.manifest import MANIFEST, Manifest, ManifestError, read_manifest
@@ -325,8 +327,10 @@ def create_study_app(
         Route("/", index),
         Route("/api/study", study_json),
         Route("/api/live", live),
+        Route("/api/board", board_endpoint(record.study, access)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Mount("/game", app=games),
+        Mount("/claims", app=create_claims_app(study, access=access, runs=record.runs)),
     ]
     app = Starlette(routes=routes, middleware=[Middleware(LocalGuard, policy=access.hosts)])
     app.state.record = record

@@ -10,7 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as st
-from sklearn.metrics import cohen_kappa_score, f1_score
+from sklearn.metrics import (  # type: ignore[import-untyped]
+    cohen_kappa_score,
+    f1_score,
+    precision_score,
+    recall_score,
+)
 
 from annotation.deception import agreement
 from annotation.deception.human import label_counts, read_labels, resolve_games
@@ -138,7 +143,8 @@ def test_agreement_intervals_are_the_game_bootstrap() -> None:
         lo, hi = np.percentile(np.asarray(dist, dtype=float), [2.5, 97.5])
         assert res[f"{name}_low"] == pytest.approx(lo), name
         assert res[f"{name}_high"] == pytest.approx(hi), name
-        assert res[f"{name}_low"] <= res[name] <= res[f"{name}_high"]
+        low, value, high = (float(str(res[k])) for k in (f"{name}_low", name, f"{name}_high"))
+        assert low <= value <= high
         assert res[f"{name}_degenerate"] == 0.0
 
 
@@ -170,6 +176,63 @@ def test_per_atom_agreement_against_sklearn_and_scipy() -> None:
         "human:h1 vs human:h2",
     }
     assert set(pairs[pairs["kind"] == "judge-human"]["reference"]) == {"human:h1", "human:h2"}
+
+
+def test_precision_and_recall_against_the_human_with_the_game_bootstrap() -> None:
+    """QUACK's units: the rater's per-(game, atom) presence scored against the human's,
+    pooled over units (sklearn's binary precision and recall), the interval recomputed on
+    the very game resamples the vectorised code draws."""
+    r = _raters(seed=8, n_games=25)
+    ref, oth = r["human:h1"], r["judge:x"]
+    res = agreement.compare(ref, oth, ATOMS, n_boot=150, seed=2)
+    h, j = ref.to_numpy().ravel() > 0, oth.to_numpy().ravel() > 0
+    assert res["precision"] == pytest.approx(precision_score(h, j))
+    assert res["recall"] == pytest.approx(recall_score(h, j))
+    assert res["precision"] != pytest.approx(res["recall"])  # the judge over-labels
+    assert (res["n_tp"], res["n_fp"], res["n_fn"]) == (
+        int((h & j).sum()),
+        int((~h & j).sum()),
+        int((h & ~j).sum()),
+    )
+    picks = np.random.default_rng(2).integers(0, len(ref), size=(150, len(ref)))
+    x, y = ref.sort_index().to_numpy() > 0, oth.sort_index().to_numpy() > 0
+    prec = [precision_score(x[i].ravel(), y[i].ravel(), zero_division=np.nan) for i in picks]
+    rec = [recall_score(x[i].ravel(), y[i].ravel(), zero_division=np.nan) for i in picks]
+    for name, dist in (("precision", prec), ("recall", rec)):
+        lo, hi = np.nanpercentile(np.asarray(dist, dtype=float), [2.5, 97.5])
+        assert res[f"{name}_low"] == pytest.approx(lo), name
+        assert res[f"{name}_high"] == pytest.approx(hi), name
+    # a rater that marks nothing has no precision (never 0 or 1) and recall 0
+    none = agreement.compare(ref, oth * 0, ATOMS, n_boot=50)
+    assert math.isnan(float(none["precision"])) and none["recall"] == 0.0  # type: ignore[arg-type]
+
+
+def test_rater_table_puts_each_judge_and_panel_against_each_human() -> None:
+    r = _raters(seed=9)
+    r["panel:majority"] = r["judge:x"].clip(upper=1)
+    r["judge:y"] = r["human:h1"]  # a judge that agrees with h1 exactly
+    kinds = {**KINDS, "panel:majority": "panel", "judge:y": "judge"}
+    table = agreement.agreement_table(r, kinds, ATOMS, n_boot=100)
+    assert "panel-human" in set(table["kind"]) and "judge-panel" in set(table["kind"])
+    raters = agreement.rater_table(table, kinds)
+    assert list(zip(raters["human"], raters["rater"], strict=True)) == [
+        ("human:h1", "judge:x"),
+        ("human:h1", "judge:y"),
+        ("human:h1", "panel:majority"),
+        ("human:h2", "judge:x"),
+        ("human:h2", "judge:y"),
+        ("human:h2", "panel:majority"),
+    ]  # judge-judge, judge-panel and human-human pairs are not rater rows
+    exact = raters[(raters["rater"] == "judge:y") & (raters["human"] == "human:h1")].iloc[0]
+    for m in agreement.RATER_MEASURES:
+        assert exact[m] == pytest.approx(1.0), m
+    assert exact["n_fp"] == 0 and exact["n_fn"] == 0
+    panel = raters[(raters["rater"] == "panel:majority") & (raters["human"] == "human:h1")]
+    h = r["human:h1"].to_numpy().ravel() > 0
+    p = r["panel:majority"].to_numpy().ravel() > 0
+    assert panel.iloc[0]["precision"] == pytest.approx(precision_score(h, p))
+    assert panel.iloc[0]["rater_kind"] == "panel"
+    assert agreement.rater_table(pd.DataFrame(), kinds).empty
 
 
 def test_alpha_over_three_humans_with_interval() -> None:

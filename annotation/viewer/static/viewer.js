@@ -361,9 +361,20 @@ function drawDecision (data) {
   }
 }
 
+// The finding lines of annotations.jsonl (a judge's or detector's `finding`, a panel's
+// `panel_finding`); its header and call lines are not findings.
+function findingRows () {
+  return (state.meta.annotations || []).filter(a => (a.kind === 'finding' || a.kind === 'panel_finding') && a.step != null)
+}
+
+function findingKind (a) {
+  if (a.kind === 'panel_finding') return 'panel'
+  return (a.source || '').startsWith('detector') ? 'detector' : 'judge'
+}
+
 function findingsAt (n) {
   const out = []
-  for (const a of state.meta.annotations || []) if (a.step === n) out.push({ kind: (a.source || '').startsWith('detector') ? 'detector' : 'judge', text: `${a.atom} · ${cap(a.actor || '')} · ${a.source || ''}: ${a.evidence || ''}` })
+  for (const a of findingRows()) if (a.step === n) out.push({ kind: findingKind(a), text: `${a.atom} · ${cap(a.actor || '')} · ${a.source || ''}: ${a.evidence || (a.judges || []).join(', ')}` })
   for (const c of state.meta.claims || []) {
     const w = c.window || []
     if (w.length === 2 && w[1] === n) out.push({ kind: 'claim', text: `claim by ${cap(c.speaker)} (${c.type}): "${c.text}" → ${c.verdict}` })
@@ -383,7 +394,7 @@ function drawTimeline () {
   tl.innerHTML = ''
   const last = Math.max(1, state.meta.last_step)
   const marks = []
-  for (const a of state.meta.annotations || []) marks.push([a.step, (a.source || '').startsWith('detector') ? 'detector' : 'judge'])
+  for (const a of findingRows()) marks.push([a.step, findingKind(a)])
   for (const c of state.meta.claims || []) if ((c.window || []).length === 2) marks.push([c.window[1], 'claim'])
   for (const l of state.labels) if (l.game === state.meta.game_id) marks.push([l.step, 'label'])
   for (const [step, kind] of marks) {
