@@ -350,9 +350,20 @@ def impostor_win(winner: object) -> int | None:
     return None
 
 
+def _tables_stale(study: Path) -> bool:
+    """Whether the study's tables are missing or older than a game that finished since
+    they were written (a game played into the study's layout afterwards, by hand)."""
+    tables = [study / "results" / "games.parquet", study / "results" / "seats.parquet"]
+    if not all(t.is_file() for t in tables):
+        return True
+    written = min(t.stat().st_mtime for t in tables)
+    return any(s.stat().st_mtime > written for s in study.glob("games/*/*/summary.json"))
+
+
 def load_studies(studies: Sequence[Path], progress: Callable[[str], None] | None = None) -> Matches:
     """The finished, counted games of one or more study folders (`results/games.parquet`
-    and `seats.parquet`, rebuilt by `controller.tournament.collect` when absent).
+    and `seats.parquet`, rebuilt by `controller.tournament.collect` when absent or older
+    than a game's `summary.json`).
 
     Raises:
         FileNotFoundError: A path is not a folder.
@@ -366,7 +377,7 @@ def load_studies(studies: Sequence[Path], progress: Callable[[str], None] | None
         if not study.is_dir():
             raise FileNotFoundError(f"{study}: no such study folder")
         results = study / "results"
-        if not (results / "games.parquet").is_file() or not (results / "seats.parquet").is_file():
+        if _tables_stale(study):
             collect(study, progress=progress)
         games = pd.read_parquet(results / "games.parquet")
         seats = pd.read_parquet(results / "seats.parquet")

@@ -10,6 +10,8 @@ Routes:
     `GET /api/labels`           hand labels saved so far (every annotator)
     `POST /api/labels`          save one label {annotator, atom, step, actor, evidence}
     `GET /run/frames/...`       the frame images of the run folder (nothing else of it)
+    `GET /claims/...`           the claim-labelling view of the run viewed alone
+                                (`annotation.viewer.claims`; a study serves its own)
 
 Without `analyst=1` the API leaves out what no player knew: roles, impostors'
 private narration, and of the game's end all but the winning side and the ending
@@ -45,6 +47,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from annotation.viewer.access import ANALYST_HEADER, Access, AnalystGrant, LocalGuard
+from annotation.viewer.claims import create_claims_app
 from annotation.viewer.codebook import atom_letters, codebook
 from annotation.viewer.record import (
     SEALED_MESSAGE,
@@ -294,6 +297,10 @@ def create_app(
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Route("/run/{path:path}", run_file, methods=["GET"]),
     ]
+    if study_url is None:
+        # A run viewed alone labels its own claims (a study serves one page for all).
+        claims = create_claims_app(run, access=access, game_prefix="../")
+        routes.append(Mount("/claims", app=claims))
     app = Starlette(routes=routes, middleware=[Middleware(LocalGuard, policy=access.hosts)])
     app.state.record = record
     app.state.labels = labels

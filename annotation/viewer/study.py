@@ -5,6 +5,9 @@ Routes:
     `GET /`              the study page (plain static files)
     `GET /api/study`     the study's games: arm, seed, status, attempt folder, steps so far
     `GET /api/live`      server-sent events: `study` whenever that list changes
+    `GET /api/board`     the ratings board of the finished games (analyst view;
+                         `annotation.viewer.board`)
+    `GET /claims/...`    the claim-labelling view (`annotation.viewer.claims`)
     `GET /game/RUN/...`  the game viewer (`annotation.viewer.app`) of the attempt folder
                          RUN (relative to the study folder, e.g. `games/ARM/seed0-try1`)
 

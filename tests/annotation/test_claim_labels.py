@@ -438,3 +438,22 @@ def test_a_label_from_another_origin_is_refused(audited: Path) -> None:
     own = client.post("/claims/api/labels", json=body, headers={"Origin": LOCAL})
     assert own.status_code == 201
     assert (audited / "labels" / "claims" / "mallory.jsonl").is_file()
+
+
+def test_a_run_viewed_alone_labels_its_own_claims(tmp_path: Path, study: Path) -> None:
+    """`mineamongus view RUN` serves the claims page under the game; a game served as
+    part of a study leaves it to the study's page."""
+    from annotation.viewer.app import create_app
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("events.jsonl", "summary.json"):
+        (run / name).write_bytes((study / RUN / name).read_bytes())
+    alone = TestClient(create_app(run), base_url=LOCAL)
+    page = alone.get("/claims/")
+    assert page.status_code == 200 and "static/claims.js" in page.text
+    got = alone.get("/claims/api/claims").json()
+    assert got["missing"] == f"mineamongus audit {run.resolve()}"
+    assert got["labels"] == str(run.resolve() / "labels" / "claims")
+    inside = TestClient(create_app(run, study_url="/"), base_url=LOCAL)
+    assert inside.get("/claims/").status_code == 404

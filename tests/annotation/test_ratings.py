@@ -468,3 +468,28 @@ def test_a_game_with_a_person_seat_is_a_human_row(tmp_path: Path) -> None:
     # A person who gave a name is a row of their own.
     alice = table[table["player"] == "human:alice"]
     assert len(alice) == 1 and alice.iloc[0]["games"] == 1
+
+
+def test_tables_older_than_a_finished_game_are_stale(tmp_path: Path) -> None:
+    """A game played into a study after its tables were written makes `rank` rebuild
+    them (planted: a summary newer than the tables)."""
+    import os
+
+    from annotation.ratings import _tables_stale
+
+    results = tmp_path / "results"
+    results.mkdir()
+    assert _tables_stale(tmp_path)  # no tables yet
+    game = tmp_path / "games" / "arm" / "seed1-try1"
+    game.mkdir(parents=True)
+    (game / "summary.json").write_text("{}")
+    os.utime(game / "summary.json", (1000, 1000))
+    for name in ("games.parquet", "seats.parquet"):
+        (results / name).write_text("")
+        os.utime(results / name, (2000, 2000))
+    assert not _tables_stale(tmp_path)
+    late = tmp_path / "games" / "human-ada" / "seed3-try1"
+    late.mkdir(parents=True)
+    (late / "summary.json").write_text("{}")
+    os.utime(late / "summary.json", (3000, 3000))
+    assert _tables_stale(tmp_path)
