@@ -1,9 +1,15 @@
-"""Tournament throughput: the smoke games with 1 worker and with 2 workers.
+"""Tournament throughput: the smoke games cold at real time and on warm workers at `max`.
 
 Runs `configs/experiments/smoke.yaml` (scripted quick games on the embedded server)
-twice through the tournament runner, in fresh study folders, and prints:
+twice through the tournament runner with 2 workers, in fresh study folders: first as
+games were played before warm workers and `server.speed` (a process per game, a new
+server per game, `server.speed: 1`), then on warm workers (one process and server per
+worker, reset and checked between games) at the default speed `max`. It prints:
 
-- games per hour with 1 and with 2 workers, and their ratio (a line with `ratio`);
+- games per hour of each, and their ratio (a line with `ratio`);
+- the set-up between two games of one warm worker (the end of its last game to the
+  next game's first step: median and max over the games that were played warm), and,
+  for comparison, a cold game's process start to its first step;
 - the runner's own overhead per game: its CPU time (scheduling, manifest writes,
   process-tree sampling) and the gap between a game's process start and the game's
   first event (interpreter start-up and imports), in milliseconds;
@@ -16,7 +22,10 @@ twice through the tournament runner, in fresh study folders, and prints:
 
 Run it alone on the machine (it starts real servers):
 
-    flock /tmp/mau-integration.lock python benchmarks/tournament.py [--frames jpg]
+    flock /tmp/mau-integration.lock python benchmarks/tournament.py [--frames jpg] [--seeds N]
+
+`--compare workers` plays the smoke games with 1 and with 2 workers instead (the
+executor's defaults: warm workers, `max`) and prints their ratio.
 
 With `--backend ray --nodes N` it starts a Ray cluster on this machine (a head with no
 CPUs and N worker nodes of 1 CPU each, every one its own raylet, as `ray start`
@@ -52,8 +61,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from controller.tournament.executors import Executor, LocalExecutor  # noqa: E402
+from controller.tournament.executors import Executor, LocalExecutor, Message  # noqa: E402
 from controller.tournament.manifest import Manifest  # noqa: E402
+from controller.tournament.process import ProcessReport  # noqa: E402
 from controller.tournament.runner import Runner, RunOptions, open_study  # noqa: E402
 
 SMOKE = ROOT / "configs" / "experiments" / "smoke.yaml"
@@ -61,6 +71,23 @@ _REQUEST = re.compile(r"request \d+ \((\w+)\) done in ([\d.]+) ms")
 SETUP_REQUESTS = {"hello", "start_server", "set_blocks", "connect", "reset", "teleport"}
 MOVE_REQUESTS = {"run_programs"}
 RENDER_REQUESTS = {"render", "render_setup", "prepare_render"}
+
+
+class RecordingExecutor(LocalExecutor):
+    """The local executor, keeping every finished game's process report (the warm
+    workers' set-up figures are in the reports, not in the manifest)."""
+
+    def __init__(self, slots: int, *, warm: bool) -> None:
+        super().__init__(slots, warm=warm)
+        self.reports: dict[str, ProcessReport] = {}
+
+    def messages(self, timeout_s: float) -> list[Message]:
+        """News since the last call (reports kept)."""
+        out = super().messages(timeout_s)
+        for m in out:
+            if m.kind == "finished" and m.report is not None:
+                self.reports[m.key] = m.report
+        return out
 
 
 def run_study(
@@ -88,9 +115,11 @@ def run_study(
 def breakdown(run: Path) -> dict[str, float]:
     """Seconds of one game by where they went."""
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
-    start = next(e["wall"] for e in events if e["kind"] == "game_start")
-    first_step = next((e["wall"] for e in events if e["kind"] == "step_start"), start)
+    summary = json.loads((run / "summary.json").read_text())
     end = events[-1]["wall"]
+    # The game's own start (the world's start-up comes before its game_start event).
+    start = end - float(summary.get("wall_seconds", 0.0))
+    first_step = next((e["wall"] for e in events if e["kind"] == "step_start"), start)
     per_step: dict[int, float] = defaultdict(float)
     for e in events:
         if e["kind"] == "decision":
@@ -104,7 +133,6 @@ def breakdown(run: Path) -> dict[str, float]:
     rendering = sum(v for k, v in requests.items() if k in RENDER_REQUESTS)
     decisions = sum(per_step.values()) / 1000
     play = end - first_step
-    summary = json.loads((run / "summary.json").read_text())
     return {
         "setup": first_step - start,
         "movement": movement,
@@ -113,6 +141,7 @@ def breakdown(run: Path) -> dict[str, float]:
         "rest": max(0.0, play - movement - rendering - decisions),
         "game": float(summary.get("wall_seconds", end - start)),
         "steps": float(summary.get("steps", 0)),
+        "first_step": first_step,
     }
 
 
@@ -129,7 +158,8 @@ def report(label: str, out: Path, manifest: Manifest, wall: float, cpu: float) -
     for _e, a in done:
         b = breakdown(out / a.run)
         for k, v in b.items():
-            parts[k].append(v)
+            if k != "first_step":
+                parts[k].append(v)
         if a.wall_s is not None:
             startup.append(a.wall_s - b["game"])
             proc_wall += a.wall_s
@@ -285,6 +315,76 @@ def ray_versus_local(spec: Path, base: Path, nodes: int) -> int:
     return 0
 
 
+def _load() -> str:
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def _spec_with(base: Path, name: str, data: dict[str, Any], speed: int | str) -> Path:
+    """A copy of the spec whose games play at `speed`."""
+    copy = json.loads(json.dumps(data))
+    copy.setdefault("base", {}).setdefault("server", {})["speed"] = speed
+    path = base / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(copy))
+    return path
+
+
+def cold_versus_warm(data: dict[str, Any], base: Path, workers: int) -> int:
+    """The smoke games cold at real time, then on warm workers at `max`; their ratio."""
+    figures = {}
+    reports: dict[str, dict[str, ProcessReport]] = {}
+    manifests: dict[str, Manifest] = {}
+    for label, speed, warm in (("cold, speed 1", 1, False), ("warm, speed max", "max", True)):
+        name = "cold1" if not warm else "warmmax"
+        spec = _spec_with(base, name, data, speed)
+        out = base / name
+        print(
+            f"running the smoke games {label}, {workers} workers, into {out} ({_load()})",
+            file=sys.stderr,
+        )
+        executor = RecordingExecutor(workers, warm=warm)
+        manifest, wall, cpu = run_study(spec, out, workers, executor)
+        figures[label] = report(f"{label}, {workers} workers", out, manifest, wall, cpu)
+        reports[label] = executor.reports
+        manifests[label] = manifest
+    warm_reports = list(reports["warm, speed max"].values())
+    between = sorted(r.between_s for r in warm_reports if r.between_s is not None)
+    refused = [r for r in warm_reports if r.world_start and r.world_start.get("refused")]
+    if between:
+        print(
+            f"warm, speed max: set-up between two games of one worker: median "
+            f"{statistics.median(between):.2f} s, max {max(between):.2f} s over "
+            f"{len(between)} warm game(s); refused warm servers: {len(refused)}"
+        )
+    else:
+        print("warm, speed max: no worker played a second game (give more --seeds)")
+    first = [r.setup_s for r in warm_reports if r.between_s is None and r.setup_s is not None]
+    if first:
+        print(
+            f"warm, speed max: a worker's first game, job to first step: median "
+            f"{statistics.median(first):.2f} s (Python start-up, a fresh server, map, bots)"
+        )
+    for label, name in (("cold, speed 1", "cold1"), ("warm, speed max", "warmmax")):
+        # from the runner's start of the attempt to the game's first step, from the record
+        starts = [
+            breakdown(base / name / a.run)["first_step"] - a.started
+            for e in manifests[label].games.values()
+            for a in e.attempts
+            if a.outcome == "done"
+        ]
+        if starts:
+            print(
+                f"{label}: a game's start by the runner to its first step: median "
+                f"{statistics.median(starts):.2f} s, max {max(starts):.2f} s"
+            )
+    cold, warm = figures["cold, speed 1"]["gph"], figures["warm, speed max"]["gph"]
+    print(
+        f"ratio warm max / cold real-time, {workers} workers: "
+        f"{warm / cold if cold else float('nan'):.2f} ({warm:.1f} vs {cold:.1f} games per hour; "
+        f"{_load()})"
+    )
+    return 0
+
+
 def main() -> int:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -297,15 +397,31 @@ def main() -> int:
     parser.add_argument(
         "--spec", type=Path, default=SMOKE, help="experiment spec (default: the smoke games)"
     )
+    parser.add_argument(
+        "--compare",
+        choices=["warm", "workers"],
+        default="warm",
+        help="warm: cold real-time vs warm max games (2 workers); workers: 1 vs 2 workers",
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="play this many seeds per arm (default: the spec's)"
+    )
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="mau-bench-tournament-"))
     spec_data = yaml.safe_load(args.spec.read_text())
     spec_data.setdefault("base", {})["frames"] = args.frames
+    if args.seeds is not None:
+        spec_data.pop("seeds", None)
+        spec_data["repetitions"] = args.seeds
+        spec_data.setdefault("seed_start", 1)
     spec = base / "smoke.yaml"
     base.mkdir(parents=True, exist_ok=True)
     spec.write_text(yaml.safe_dump(spec_data))
+    print(f"{_load()} at the start", file=sys.stderr)
     if args.backend == "ray":
         return ray_versus_local(spec, base, args.nodes)
+    if args.compare == "warm":
+        return cold_versus_warm(spec_data, base, 2)
     figures = {}
     for workers in (1, 2):
         out = base / f"workers{workers}"

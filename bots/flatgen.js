@@ -56,3 +56,8 @@ module.exports = function flatGeneration (options) {
     return chunk
   }
 }
+
+// What a fresh column holds, for the warm server's check (bots/reset.js).
+module.exports.LAYERS = LAYERS
+module.exports.MIN_Y = MIN_Y
+module.exports.WORLD_HEIGHT = WORLD_HEIGHT

@@ -18,6 +18,7 @@ memoiseMinecraftData() // before any bot or server loads its version data
 const { EmbeddedServer } = require('./server')
 const { Fleet } = require('./fleet')
 const { ProgramRunner } = require('./programs')
+const { WarmServer } = require('./reset')
 
 const REQUEST_FD = 3
 const RESPONSE_FD = 4
@@ -62,6 +63,8 @@ const fleet = new Fleet(emitEvent)
 const runner = new ProgramRunner(fleet)
 let shuttingDown = false
 let renderService = null
+// A warm server's reset and its check between games (bots/reset.js).
+const warm = new WarmServer({ fleet, runner, server: () => server })
 
 // First-person frames (bots/render.js), loaded on first use: the runtime starts and
 // serves every other op without an X server.
@@ -137,7 +140,9 @@ const handlers = {
   },
 
   async connect (args) {
-    return fleet.connect(args, server)
+    const result = await fleet.connect(args, server)
+    if (!args.external) warm.recordConnect(args.bots)
+    return result
   },
 
   async set_blocks (args) {
@@ -149,6 +154,7 @@ const handlers = {
       // Building before any bot joined: straight to the embedded world.
       if (!Array.isArray(args.blocks)) throw new BridgeError('bad_request', 'blocks must be a list of [x, y, z, name]')
       count = await server.setBlocks(args.blocks)
+      warm.recordBuild(args.blocks) // the map a fresh server is built with
     } else {
       throw new BridgeError('bad_state', 'no server: call start_server (or connect with external: true) first')
     }
@@ -201,6 +207,22 @@ const handlers = {
     const out = fleet.inspect(args)
     out.physics = { speed: physics.speedName(), ...physics.stats }
     return out
+  },
+
+  // A warm server between games: everything a game changed put back (blocks, entities,
+  // inventories, effects, health, seats, chat, the game clock).
+  async reset (args) {
+    return warm.reset(args)
+  },
+
+  // Compares the world with what a fresh server would hold; lists every difference.
+  async verify_clean (args) {
+    return warm.verify(args)
+  },
+
+  // Test only: a leftover no game makes (an item, an effect, lost health).
+  async debug_plant (args) {
+    return warm.plant(args)
   },
 
   async drop (args) {

@@ -720,4 +720,4 @@ class Sampler {
   }
 }
 
-module.exports = { ProgramRunner, Sampler, checkChat, CHAT_RULES, validateStep, validateProgram, GoalWithin }
+module.exports = { ProgramRunner, Sampler, checkChat, CHAT_RULES, validateStep, validateProgram, GoalWithin, stopBot }

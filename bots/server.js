@@ -109,8 +109,7 @@ class EmbeddedServer {
    * @returns {Promise<number>} number of blocks set
    */
   async setBlocks (blocks) {
-    const { registry, serv } = this
-    const world = serv.overworld
+    const { registry } = this
     const cache = new Map()
     const resolved = new Array(blocks.length)
     // Validate everything before touching the world.
@@ -125,15 +124,26 @@ class EmbeddedServer {
         id = blockStateId(registry, b[3])
         cache.set(b[3], id)
       }
-      resolved[i] = id
+      resolved[i] = [b[0], b[1], b[2], id]
     }
-    // section key -> { cx, sy, cz, records: [] }
+    return this.setBlockStates(resolved)
+  }
+
+  /**
+   * Sets blocks given by state id (`[x, y, z, stateId]`, already validated): the world
+   * is written first, then each player that has the column loaded gets one
+   * multi_block_change per 16^3 section.
+   * @param {Array<[number, number, number, number]>} states
+   * @returns {Promise<number>} number of blocks set
+   */
+  async setBlockStates (states) {
+    const world = this.serv.overworld
+    // section key -> { cx, sy, cz, records: Map(local -> stateId) }
     const sections = new Map()
     const pos = new Vec3(0, 0, 0)
-    for (let i = 0; i < blocks.length; i++) {
-      const [x, y, z] = blocks[i]
+    for (const [x, y, z, stateId] of states) {
       pos.set(x, y, z)
-      await world.setBlockStateId(pos, resolved[i])
+      await world.setBlockStateId(pos, stateId)
       const cx = Math.floor(x / 16)
       const sy = Math.floor(y / 16)
       const cz = Math.floor(z / 16)
@@ -144,7 +154,7 @@ class EmbeddedServer {
         sections.set(key, sec)
       }
       const local = ((x - cx * 16) << 8) | ((z - cz * 16) << 4) | (y - sy * 16)
-      sec.records.set(local, resolved[i]) // last write wins, as in the world
+      sec.records.set(local, stateId) // last write wins, as in the world
     }
     for (const player of this.joinedPlayers()) {
       if (player.world !== world) continue
@@ -159,7 +169,7 @@ class EmbeddedServer {
         })
       }
     }
-    return blocks.length
+    return states.length
   }
 
   /** A system chat line to every joined player (not attributed to any player). */
@@ -227,4 +237,4 @@ class EmbeddedServer {
   }
 }
 
-module.exports = { EmbeddedServer, blockStateId }
+module.exports = { EmbeddedServer, blockStateId, GAME_MODE_ADVENTURE, NOON }

@@ -215,6 +215,17 @@ class GameClock {
     }
   }
 
+  /**
+   * Puts a stopped clock back at tick 0, as a fresh runtime starts it (a warm server's
+   * reset between games, bots/reset.js).
+   */
+  rewind () {
+    if (this.running) throw new BridgeError('bad_state', 'the game clock is running: a batch is still playing')
+    this.base = 0
+    this.lead = 0
+    this.waiters = []
+  }
+
   /** Stops the clock at the tick it stands on. */
   stop () {
     if (!this.running) return
@@ -287,6 +298,11 @@ class PhysicsScheduler {
       now: timers.now || clockMs
     }
     this.stats = { rounds: 0, steps: 0, quiet_waits: 0, quiet_capped: 0, extra_steps: 0 }
+  }
+
+  /** Zeroes the diagnostic counters (`inspect`'s `physics`), as at start-up. */
+  resetStats () {
+    for (const key of Object.keys(this.stats)) this.stats[key] = 0
   }
 
   /** Sets the pace of batch rounds: an integer >= 1 or 'max'. */

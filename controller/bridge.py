@@ -137,6 +137,19 @@ class BridgeState(NamedTuple):
     """Pose of every bot, keyed by agent id."""
 
 
+class CleanCheck(NamedTuple):
+    """Answer of `NodeBridge.verify_clean()`: how the world differs from a fresh server's."""
+
+    clean: bool
+    """True when nothing differs."""
+    traces: list[str]
+    """One line per difference found (at most 40; `found` says how many in all)."""
+    found: int
+    """How many differences were found."""
+    ms: float
+    """How long the check took in Node."""
+
+
 class _Pending:
     """One request waiting for its response."""
 
@@ -799,6 +812,83 @@ class NodeBridge:
         if blocks is not None:
             args["blocks"] = [list(b) for b in blocks]
         return self.request("inspect", args, timeout_s=10.0)
+
+    def reset(
+        self,
+        blocks: Sequence[BlockPlacement],
+        bots: Sequence[BotSpec | Mapping[str, Any]],
+        *,
+        timeout_s: float = 60.0,
+    ) -> dict[str, PlayerPose]:
+        """Put a warm embedded server back as a fresh one holds it for the next game.
+
+        Every block of every column the server holds back to the ground and `blocks`,
+        other entities removed, inventories emptied, effects cleared, health and food
+        full, each bot teleported to its seat, chat heard so far forgotten, the game
+        clock back at tick 0 (see "Warm server" in docs/bridge-protocol.md).
+
+        Args:
+            blocks: The next game's map, as `set_blocks` builds it.
+            bots: The next game's seats: the connected bots, by id and username.
+            timeout_s: Request timeout.
+
+        Returns:
+            Every bot's pose once seated.
+        """
+        specs = [b if isinstance(b, BotSpec) else BotSpec.model_validate(dict(b)) for b in bots]
+        payload = {
+            "blocks": [[b.x, b.y, b.z, b.block] for b in blocks],
+            "bots": [s.model_dump(mode="json") for s in specs],
+        }
+        return _poses(self.request("reset", payload, timeout_s=timeout_s))
+
+    def verify_clean(
+        self,
+        blocks: Sequence[BlockPlacement] | None = None,
+        bots: Sequence[BotSpec | Mapping[str, Any]] | None = None,
+        *,
+        timeout_s: float = 30.0,
+    ) -> CleanCheck:
+        """Compare the world with what a fresh embedded server holds for a game.
+
+        Args:
+            blocks: The map (default: the last `reset`'s, or the blocks set before
+                `connect` on a cold start).
+            bots: The seats (default: as `blocks`); give both or neither.
+            timeout_s: Request timeout.
+
+        Returns:
+            Whether it is clean, and every difference found.
+        """
+        args: dict[str, Any] = {}
+        if blocks is not None or bots is not None:
+            specs = [
+                b if isinstance(b, BotSpec) else BotSpec.model_validate(dict(b))
+                for b in (bots or [])
+            ]
+            args = {
+                "blocks": [[b.x, b.y, b.z, b.block] for b in (blocks or [])],
+                "bots": [s.model_dump(mode="json") for s in specs],
+            }
+        result = self.request("verify_clean", args, timeout_s=timeout_s)
+        return CleanCheck(
+            clean=bool(result["clean"]),
+            traces=[str(t) for t in result.get("traces", [])],
+            found=int(result.get("count", 0)),
+            ms=float(result.get("ms", 0.0)),
+        )
+
+    def debug_plant(
+        self, kind: str, agent: str | None = None, pos: Vec3 | None = None
+    ) -> dict[str, Any]:
+        """Test only: plant a leftover no game makes (`item` on the ground, `inventory`,
+        `effect`, `health`) for `verify_clean` to find."""
+        args: dict[str, Any] = {"kind": kind}
+        if agent is not None:
+            args["id"] = agent
+        if pos is not None:
+            args["pos"] = list(pos)
+        return self.request("debug_plant", args, timeout_s=10.0)
 
     def drop(self, agent: str) -> None:
         """Cut one bot's connection abruptly (fault injection; a `disconnect` event follows)."""

@@ -82,6 +82,12 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
     p.add_argument(
+        "--cold-workers",
+        action="store_true",
+        help="a new process, server and bots for every game instead of warm workers "
+        "(spec: runner.warm: false)",
+    )
+    p.add_argument(
         "--view",
         action="store_true",
         help="serve the study viewer on loopback while the study runs: every game, "
@@ -97,7 +103,7 @@ def _err(msg: str) -> int:
     return 2
 
 
-def dry_run(spec_path: Path, ray_address: str | None = None) -> int:
+def dry_run(spec_path: Path, ray_address: str | None = None, cold: bool = False) -> int:
     """Print arms, games and the token and cost estimate (and, given a Ray cluster's
     address, how many games it runs at once)."""
     from controller.tournament.estimate import dry_run_lines
@@ -110,7 +116,8 @@ def dry_run(spec_path: Path, ray_address: str | None = None) -> int:
         f"study {spec.name}: {len(arms)} arm(s) x {len(seeds)} paired seed(s) = "
         f"{len(arms) * len(seeds)} games on the {spec.world} world"
     )
-    for line in dry_run_lines(spec, arms, len(seeds)):
+    warm = spec.runner.warm and not cold and ray_address is None
+    for line in dry_run_lines(spec, arms, len(seeds), warm=warm):
         print(line)
     if ray_address is not None:
         from controller.tournament.capacity import cluster_capacity, format_cluster
@@ -149,7 +156,12 @@ def status(out: Path) -> int:
 
 
 def _executor(
-    args: argparse.Namespace, workers: int, cpus: float, memory_gb: float, out: Path
+    args: argparse.Namespace,
+    workers: int,
+    cpus: float,
+    memory_gb: float,
+    out: Path,
+    warm: bool = True,
 ) -> Executor:
     if args.backend == "ray":
         try:
@@ -166,7 +178,7 @@ def _executor(
         )
     from controller.tournament.executors import LocalExecutor
 
-    return LocalExecutor(workers)
+    return LocalExecutor(workers, warm=warm)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -186,7 +198,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             spec_path, out = target, args.out
         if args.dry_run:
-            return dry_run(spec_path, args.ray_address if args.backend == "ray" else None)
+            return dry_run(
+                spec_path,
+                args.ray_address if args.backend == "ray" else None,
+                cold=args.cold_workers or args.backend == "ray",
+            )
         if out is None:
             return _err("--out DIR is required to run a spec (or use --dry-run)")
         spec, arms, manifest, notes = open_study(spec_path, out, args.extend)
@@ -206,7 +222,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _err(str(exc))
     try:
-        executor = _executor(args, options.workers, r.cpus_per_game, r.memory_gb_per_game, out)
+        warm = r.warm and not args.cold_workers
+        executor = _executor(
+            args, options.workers, r.cpus_per_game, r.memory_gb_per_game, out, warm
+        )
     except (ImportError, RuntimeError, ValueError) as exc:
         return _err(f"--backend {args.backend}: {exc}")
     viewer = None
@@ -244,8 +263,9 @@ def _run_study(
     from controller.tournament.stats import arm_status, format_status
 
     r = spec.runner
+    warm = bool(getattr(executor, "warm", False))
     with study_progress(
-        spec, arms, executor.slots, out, live=False if args.plain else None
+        spec, arms, executor.slots, out, live=False if args.plain else None, warm=warm
     ) as progress:
         for line in notes:
             progress.note(line)

@@ -236,15 +236,21 @@ class Progress:
 
 
 def study_progress(
-    spec: ExperimentSpec, arms: list[Arm], slots: int, out: Path, live: bool | None = None
+    spec: ExperimentSpec,
+    arms: list[Arm],
+    slots: int,
+    out: Path,
+    live: bool | None = None,
+    warm: bool = True,
 ) -> Progress:
     """The progress display of a study's run, its first ETA from the dry-run's per-game
-    estimate (`estimate.arm_estimate`) until a game has ended."""
+    estimate (`estimate.arm_estimate`; `warm`: games on warm workers) until a game has
+    ended."""
     from controller.tournament.estimate import arm_estimate, load_figures
 
     figures = load_figures()
     prior = sum(
-        arm_estimate(a, 1, spec.estimate, figures, spec.world).game_seconds for a in arms
+        arm_estimate(a, 1, spec.estimate, figures, spec.world, warm).game_seconds for a in arms
     ) / max(1, len(arms))
     return Progress(
         slots,

@@ -27,7 +27,9 @@ an unknown part is a lower bound.
 
 Wall time is the arm's games times one game's seconds (`game_seconds`: start-up and the
 world's time per step, plus per step the calls of a decision, one after another, at
-`estimate.call_latency_s` each), divided by the runner's workers.
+`estimate.call_latency_s` each), divided by the runner's workers. On the embedded world
+the local runner plays on warm workers, so a game's start-up is a warm worker's set-up
+between two games, and each worker's first game adds one cold start to the study.
 """
 
 from __future__ import annotations
@@ -306,8 +308,10 @@ def arm_estimate(
     est: TokenEstimate,
     figures: dict[str, Any] | None = None,
     world: str = "minecraft",
+    warm: bool = True,
 ) -> ArmEstimate:
-    """Estimated tokens, cost and wall time of `games` games of one arm on `world`."""
+    """Estimated tokens, cost and wall time of `games` games of one arm on `world`
+    (`warm`: played by warm workers, see `game_seconds`)."""
     cfg = arm.config
     rules = cfg.rules
     steps = rules.max_steps
@@ -335,7 +339,7 @@ def arm_estimate(
     unknown = tuple(sorted({s.backend for s in sides if s.cost_usd is None}))
     known = sum(s.cost_usd or 0.0 for s in sides) * games
     chain = max(s.calls_per_decision for s in sides)
-    seconds = game_seconds(world, steps) + steps * chain * est.call_latency_s
+    seconds = game_seconds(world, steps, warm) + steps * chain * est.call_latency_s
     notes = tuple(dict.fromkeys(n for s in sides for n in s.notes))
     return ArmEstimate(
         arm=arm.name,
@@ -351,12 +355,15 @@ def arm_estimate(
     )
 
 
-def dry_run_lines(spec: ExperimentSpec, arms: list[Arm], games_per_arm: int) -> list[str]:
+def dry_run_lines(
+    spec: ExperimentSpec, arms: list[Arm], games_per_arm: int, warm: bool = True
+) -> list[str]:
     """The dry-run's estimate table: per arm its games, decisions per game, tokens, cost and
-    wall time, then the study's totals (wall time at the runner's worker count)."""
+    wall time, then the study's totals (wall time at the runner's worker count; `warm`:
+    the local runner's warm workers, each of whose first game starts cold)."""
     est = spec.estimate
     figures = load_figures()
-    estimates = [arm_estimate(a, games_per_arm, est, figures, spec.world) for a in arms]
+    estimates = [arm_estimate(a, games_per_arm, est, figures, spec.world, warm) for a in arms]
     measured = est.decisions_per_game is None or est.tokens_in_per_decision is None
     source = (
         "measured figures per side and ARIA setting (controller/tournament/token_figures.json, "
@@ -393,6 +400,7 @@ def dry_run_lines(spec: ExperimentSpec, arms: list[Arm], games_per_arm: int) -> 
     total = format_cost(None if unknown else known, known)
     games = len(arms) * games_per_arm
     workers = spec.runner.workers
+    seconds += cold_starts_extra(spec.world, min(workers, games), warm)
     lines.append(
         f"{'total':<{w}} {games:>6} {'':>14} {total_in:>13,.0f} {total_out:>12,.0f} "
         f"{total:>10}  {format_duration(seconds / workers)} at {workers} worker(s)"
@@ -439,8 +447,29 @@ def format_duration(seconds: float) -> str:
 # first game of the study has ended) both use `arm_estimate`, which adds the model calls.
 _START_S = {"minecraft": 20.0, "fake": 3.5}
 _STEP_S = {"minecraft": 1.5, "fake": 0.04}
+# A warm worker's set-up between two games on the embedded world (the reset, the check
+# and the next game's set-up, Python already started): 0.86-1.83 s in two runs of
+# benchmarks/tournament.py (the smoke study, 2 workers, frames off, the 2-core machine
+# at load average 6-7; docs/tournament.md, "Benchmark").
+_WARM_START_S = {"minecraft": 1.0}
 
 
-def game_seconds(world: str, max_steps: int) -> float:
-    """A prior estimate of one game's wall seconds, from its world and step budget."""
-    return _START_S.get(world, 30.0) + _STEP_S.get(world, 9.0) * max_steps
+def game_seconds(world: str, max_steps: int, warm: bool = True) -> float:
+    """A prior estimate of one game's wall seconds, from its world and step budget.
+
+    With `warm` (the local runner's warm workers, on a world that has them) the start-up
+    is a warm worker's set-up between two games; `cold_starts_extra` adds each worker's
+    first, cold, start to a study.
+    """
+    start = _WARM_START_S.get(world) if warm else None
+    return (start if start is not None else _START_S.get(world, 30.0)) + _STEP_S.get(
+        world, 9.0
+    ) * max_steps
+
+
+def cold_starts_extra(world: str, workers: int, warm: bool = True) -> float:
+    """Seconds a study's warm workers spend starting cold beyond `game_seconds`' warm
+    start-up (one cold start per worker); 0 when games start cold anyway."""
+    if not warm or world not in _WARM_START_S:
+        return 0.0
+    return max(0, workers) * (_START_S.get(world, 30.0) - _WARM_START_S[world])

@@ -63,6 +63,17 @@ class ProcessReport:
     peak_rss_mb: float
     processes: list[tuple[int, float, str]] = field(default_factory=list)
     cpu_s: dict[str, float] = field(default_factory=dict)
+    """CPU seconds by process name, spent during this game (a warm worker's processes
+    count only what they used while it played)."""
+    setup_s: float | None = None
+    """A warm worker's game: seconds from the job's arrival to the first step's start."""
+    between_s: float | None = None
+    """A warm worker's game: seconds from the end of its worker's previous game to this
+    game's first step (None for the worker's first game)."""
+    world_start: dict[str, Any] | None = None
+    """A warm worker's game: how its world started (`game_start.world_start`)."""
+    worker: int | None = None
+    """A warm worker's game: the worker's process id."""
 
 
 def _in_child() -> None:
@@ -131,11 +142,17 @@ class _Tree:
     def processes(self) -> list[tuple[int, float, str]]:
         return [(pid, ctime, name) for (pid, ctime), name in self.seen.items()]
 
-    def cpu_by_name(self) -> dict[str, float]:
+    def cpu_by_name(self, since: dict[tuple[int, float], float] | None = None) -> dict[str, float]:
+        """CPU seconds by process name; with `since`, less each process's seconds then."""
         out: dict[str, float] = {}
-        for name, seconds in self.cpu.values():
-            out[name] = round(out.get(name, 0.0) + seconds, 3)
+        for ident, (name, seconds) in self.cpu.items():
+            used = seconds - (since or {}).get(ident, 0.0)
+            out[name] = round(out.get(name, 0.0) + used, 3)
         return out
+
+    def cpu_now(self) -> dict[tuple[int, float], float]:
+        """Each process's CPU seconds at the last sample (a baseline for `cpu_by_name`)."""
+        return {ident: seconds for ident, (_name, seconds) in self.cpu.items()}
 
 
 def terminate_tree(processes: list[tuple[int, float, str]], wait_s: float = 10.0) -> int:

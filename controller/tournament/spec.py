@@ -213,6 +213,10 @@ class RunnerSpec(_Strict):
     """CPUs one game needs (Ray's `num_cpus` per task; the local capacity check)."""
     memory_gb_per_game: float = Field(default=1.5, gt=0)
     """Memory one game needs before one is measured (Ray's `memory` per task)."""
+    warm: bool = True
+    """On the embedded Minecraft world with the local backend, play each worker's games
+    on one warm server (reset and checked clean between games; `docs/tournament.md`);
+    false: a new process, server and bots for every game (`--cold-workers`)."""
 
 
 class ExperimentSpec(_Strict):

@@ -3,6 +3,11 @@
 Everything runs in one supervised Node child process (`bots/main.js`) reached
 through `controller.bridge.NodeBridge`. Nothing survives the controller: the child
 dies with it (see docs/bridge-protocol.md).
+
+A world left open after a game is *warm*: the next `start` resets the embedded server,
+its bots and their renderers instead of starting new ones, and checks the result
+against what a fresh server would hold; on any difference it plays on a fresh server
+instead. `start_record` says which it was (the `world_start` of the game's record).
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ import tempfile
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from controller.bridge import BridgeError, NodeBridge, free_port
+from controller.bridge import BotSpec, BridgeError, NodeBridge, free_port
 from controller.config import ServerConfig
 from controller.observation import FRAME_SHAPE
 from controller.protocol import BlockPlacement, LowProgram, PlayerPose, StepReport, Teleport, Vec3
@@ -34,6 +40,15 @@ from controller.xvfb import Xvfb, XvfbError
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
+
+
+class _Refused(Exception):
+    """The warm server may not be played on: why, and every trace the check found."""
+
+    def __init__(self, reason: str, traces: list[str]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.traces = traces
 
 
 class MinecraftWorld:
@@ -68,6 +83,28 @@ class MinecraftWorld:
         self._versions: dict[str, str] = {}
         self.hidden: frozenset[str] = frozenset()
         """Bots drawn only in each other's frames (`hide_players`)."""
+        self.start_record: dict[str, Any] | None = None
+        """How the last `start` got its world: `{"warm": false}` (a fresh server; with
+        `refused` and `traces` when a warm one was refused), or `{"warm": true,
+        "games_before": N, "reset_ms", "check_ms"}`. The game writes it into its
+        record (`game_start.world_start`)."""
+        self.games_started = 0
+        """Games started on the running Node process (0: none is running)."""
+        self._running: tuple[str, tuple[tuple[str, str], ...]] | None = None
+        """The settings and seats (agent, username) the running process was started with."""
+
+    def prepare(
+        self, server: ServerConfig, spawn: Vec3, *, frames: bool, jpeg_quality: int
+    ) -> None:
+        """Take the next game's settings; `start` reuses the running server only when
+        they are the ones it was started with."""
+        self.server = server
+        self.spawn = spawn
+        self.frames = frames
+        self.jpeg_quality = jpeg_quality
+
+    def _settings(self) -> str:
+        return f"{self.server.model_dump_json()} spawn={self.spawn} frames={self.frames}"
 
     def _b(self) -> NodeBridge:
         if self.bridge is None:
@@ -80,15 +117,105 @@ class MinecraftWorld:
         seats: list[Seat],
         progress: Callable[[str], None] | None = None,
     ) -> dict[str, PlayerPose]:
-        """Start Node, the server (unless external), build the map and join the bots,
-        saying each stage through `progress` with the seconds since the start."""
+        """Bring the world to a game's start, saying each stage through `progress` with
+        the seconds since the start.
+
+        A running embedded server (the world was left open after a game) is reset and
+        checked (`NodeBridge.reset`, `NodeBridge.verify_clean`); when it cannot be
+        reused or the check finds any trace of the last game, it is closed and a fresh
+        one started: Node, the server (unless external), the map, the bots.
+        """
         t0 = time.monotonic()
 
         def say(what: str) -> None:
             if progress is not None:
                 progress(f"world: {what} ({time.monotonic() - t0:.1f} s)")
 
+        refused: dict[str, Any] | None = None
+        self.start_record = None
+        if self.bridge is not None:
+            reason = self._not_reusable(seats)
+            if reason is None:
+                try:
+                    return self._warm_start(blocks, seats, say)
+                except _Refused as exc:
+                    refused = {"refused": exc.reason, "traces": exc.traces}
+            else:
+                refused = {"refused": reason, "traces": []}
+            say(f"the warm server is refused ({refused['refused']}); starting a fresh one")
+            log.warning("warm server refused: %s", refused["refused"])
+            self.close()
+        # said even when the fresh start fails (the game's record is then invalid)
+        self.start_record = {"warm": False, **(refused or {})}
+        poses = self._cold_start(blocks, seats, say)
+        self.games_started = 1
+        self._running = (self._settings(), tuple((s.agent, s.username) for s in seats))
+        return poses
+
+    def _not_reusable(self, seats: list[Seat]) -> str | None:
+        """Why the running server cannot be reset for these seats, or None."""
+        bridge = self.bridge
+        if bridge is None or bridge.proc is None or bridge.proc.poll() is not None:
+            return "the Node process is not running"
+        if self.server.external_address() is not None:
+            return "an external server is never reused"
+        if self._running is None:
+            return "the last start did not finish"
+        settings, running_seats = self._running
+        if settings != self._settings():
+            return "the server settings changed"
+        if running_seats != tuple((s.agent, s.username) for s in seats):
+            return "the seats changed"
+        return None
+
+    def _warm_start(
+        self, blocks: list[BlockPlacement], seats: list[Seat], say: Callable[[str], None]
+    ) -> dict[str, PlayerPose]:
+        """Reset the running server for the next game and check it; `_Refused` when the
+        check finds a trace (or the reset fails)."""
+        bridge = self._b()
+        bots = [BotSpec(id=s.agent, username=s.username, pos=s.pos, yaw=s.yaw) for s in seats]
+        self.hidden = frozenset()
+        bridge.drain_events()  # the last game's news
+        say(f"resetting the warm server (game {self.games_started + 1} on it)")
+        t0 = time.monotonic()
+        try:
+            self._reset_world(blocks, bots)
+            t1 = time.monotonic()
+            say("checking it against a fresh server")
+            check = bridge.verify_clean()
+            t2 = time.monotonic()
+        except BridgeError as exc:
+            raise _Refused(f"the reset failed: {exc}", []) from exc
+        if not check.clean:
+            first = check.traces[0] if check.traces else "a difference"
+            more = f" (+{check.found - 1} more)" if check.found > 1 else ""
+            raise _Refused(first + more, check.traces)
+        try:
+            _tick, poses = bridge.state()
+        except BridgeError as exc:
+            raise _Refused(f"the reset failed: {exc}", []) from exc
+        self.start_record = {
+            "warm": True,
+            "games_before": self.games_started,
+            "reset_ms": round((t1 - t0) * 1000),
+            "check_ms": round((t2 - t1) * 1000),
+        }
+        self.games_started += 1
+        say("ready (warm)")
+        return poses
+
+    def _reset_world(self, blocks: list[BlockPlacement], bots: list[BotSpec]) -> None:
+        """The reset itself (a step of its own, so a test can plant a leftover between it
+        and the check)."""
+        self._b().reset(blocks, bots)
+
+    def _cold_start(
+        self, blocks: list[BlockPlacement], seats: list[Seat], say: Callable[[str], None]
+    ) -> dict[str, PlayerPose]:
+        """Start Node, the server (unless external), build the map and join the bots."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.hidden = frozenset()
         env: dict[str, str] = {}
         if self.frames:
             self.xvfb = Xvfb(self.log_dir / "xvfb.log")
@@ -297,6 +424,8 @@ class MinecraftWorld:
 
     def close(self) -> None:
         """Stop the bots, the server and the Node process."""
+        self.games_started = 0
+        self._running = None
         if self.bridge is not None:
             self.bridge.close()
             self.bridge = None
