@@ -81,9 +81,10 @@ def add_parser(sub: Any) -> None:
         "--seat",
         action="append",
         default=[],
-        metavar="COLOUR=KIND",
+        metavar="COLOUR=KIND[:NAME]",
         help="play one seat with another agent kind, repeatable, e.g. --seat red=human "
-        "(a person at a page on loopback; its args through --config's seats:)",
+        "(a person at a page on loopback), --seat red=human:ada (the name the person "
+        "plays under, on the ratings board); other args through --config's seats:",
     )
     p.add_argument("--seed", type=int, default=None, help="game seed (default 0)")
     p.add_argument(
@@ -176,10 +177,17 @@ def config_from_args(args: argparse.Namespace) -> GameConfig:
         if values:
             overrides[side] = values
     for item in args.seat:
-        colour, sep, kind = item.partition("=")
-        if not sep or not colour.strip() or not kind.strip():
-            raise ConfigError(f"--seat {item!r}: write COLOUR=KIND, e.g. --seat red=human")
-        overrides.setdefault("seats", {})[colour.strip()] = {"agent": kind.strip()}
+        colour, sep, rest = item.partition("=")
+        kind, named, name = rest.partition(":")
+        if not sep or not colour.strip() or not kind.strip() or (named and not name.strip()):
+            raise ConfigError(
+                f"--seat {item!r}: write COLOUR=KIND or COLOUR=KIND:NAME, e.g. --seat red=human "
+                "or --seat red=human:ada (the name a person plays under)"
+            )
+        seat: dict[str, Any] = {"agent": kind.strip()}
+        if named:
+            seat["args"] = {"name": name.strip()}
+        overrides.setdefault("seats", {})[colour.strip()] = seat
     if args.seed is not None:
         overrides["seed"] = args.seed
     if args.map is not None:

@@ -164,3 +164,20 @@ def test_seat_flag_seats_another_kind(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "write COLOUR=KIND" in capsys.readouterr().err
     assert main(["play", "--world", "fake", "--seat", "purple=human", "--out", str(out)]) == 2
     assert "seats.purple" in capsys.readouterr().err
+
+
+def test_seat_flag_gives_a_person_s_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.cli import build_parser
+    from controller.commands.play import config_from_args
+
+    file = tmp_path / "seats.yaml"
+    file.write_text("seats:\n  red: {agent: human, args: {timeout_s: 60}}\n")
+    parser = build_parser()
+    args = parser.parse_args(["play", "--seat", "red=human:ada", "--config", str(file)])
+    red = config_from_args(args).seats["red"]
+    assert red.agent == "human" and red.args["name"] == "ada" and red.args["timeout_s"] == 60
+    out = tmp_path / "g"
+    assert main(["play", "--world", "fake", "--seat", "red=human:", "--out", str(out)]) == 2
+    assert "COLOUR=KIND:NAME" in capsys.readouterr().err
