@@ -11,6 +11,7 @@ from controller.events import (
     Eject,
     Emergency,
     Kill,
+    KillReady,
     MeetingEnd,
     MeetingStart,
     Report,
@@ -193,7 +194,7 @@ def test_task_lost_when_killed() -> None:
     s = e.players[v].tasks[0]
     e.start_task(v, s, 40, STATIONS[s])
     ev = e.kill(k, v, 60, near(STATIONS[s]), STATIONS[s])
-    assert kinds(ev) == [TaskInterrupted, Kill] and ev[0].reason == "killed"  # type: ignore[attr-defined]
+    assert kinds(ev) == [TaskInterrupted, Kill, KillReady] and ev[0].reason == "killed"  # type: ignore[attr-defined]
 
 
 def test_bug1_a_win_is_never_overturned_within_a_step() -> None:

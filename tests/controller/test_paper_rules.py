@@ -157,7 +157,10 @@ def test_an_impostors_skip_is_refused_and_goes_to_the_fallback() -> None:
 
 def test_the_fallback_is_the_first_other_living_non_impostor_in_seat_order() -> None:
     e = make(impostors_may_skip=False, roles="fixed", fixed_impostors=("blue", "pink"))
-    assert e.kill("blue", "red", 5, (0.0, 65.0, 0.0), (1.0, 65.0, 0.0))[-1].kind == "kill"
+    assert [x.kind for x in e.kill("blue", "red", 5, (0.0, 65.0, 0.0), (1.0, 65.0, 0.0))][-2:] == [
+        "kill",
+        "kill_ready",
+    ]
     assert e.skip_fallback("blue") == "green"  # red is dead, pink a fellow impostor
     assert e.skip_fallback("pink") == "green"
     meeting(e)
