@@ -1,18 +1,17 @@
 """The audit on whole fake-world games of scripted agents.
 
-Crewmates never lie; and over many seeds no claim is judged on a sample, sighting or
+Crewmates never lie; and over several games no claim is judged on a sample, sighting or
 event of another round. The games are played with the clock standing still in meetings
 (talk turns cost no ticks), the case where rounds share a tick at every meeting, so a
-window chosen by tick would reach across. Which seeds have meetings shifts as the
-scripted agents and rules change, so seeds are played until enough games have them.
+window chosen by tick would reach across. The seeds are pinned: each is checked to hold
+the meetings it was chosen for, so a change to the scripted agents or the rules that
+takes them away fails here, naming the seed (`testkit.games.first_seed` finds another).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,48 +19,29 @@ from annotation.grounding.audit import AuditedClaim
 from annotation.grounding.claims import Claim, RuleExtractor
 from annotation.grounding.rules import audit_claims
 from annotation.grounding.trajectory import Trajectory, load_trajectory
-from controller.cli import play_game
-from controller.config import resolve_config
-from world.spec import load_map
+from testkit.games import GameStore
 
 STILL_CLOCK = {"talk_ticks_per_utterance": 0, "talk_ticks_per_pass": 0}
-MAX_SEEDS = 40
-"""Seeds tried before giving up on finding games with meetings (each plays in ~1 s)."""
-WANT_GAMES = 4
-"""Games with meetings to collect..."""
-WANT_MULTI_ROUND = 1
-"""...of which at least this many with two or more (the ones a round boundary bends)."""
+STILL_CLOCK_SEEDS = (0, 1, 2, 3)
+"""Quick games (frames off, clock still in meetings) that each hold a meeting; seed 0
+holds three and seed 3 two (the games a round boundary bends)."""
+CREW_SEED = 69
+"""A quick game (frames off, one of the run's shared games) with a meeting."""
 ONE_ROUND_RULES = {"default", "start", "end", "whole", "mostly", "before_body", "ticks"}
 
 
-def _play(root: Path, seed: int, rules: dict[str, Any]) -> Path:
-    out = root / f"seed{seed}"
-    config = resolve_config("quick", overrides={"seed": seed, "frames": "off", "rules": rules})
-    result = play_game(config, load_map(config.map), "fake", out)
-    assert result.status == "ok", (seed, result)
-    return out
-
-
-def _games(root: Path, rules: dict[str, Any]) -> Iterator[tuple[int, Path, Trajectory]]:
-    for seed in range(MAX_SEEDS):
-        out = _play(root, seed, rules)
-        yield seed, out, load_trajectory(out)
-
-
 @pytest.fixture(scope="module")
-def still_clock_games(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Path, Trajectory]]:
-    """Every game with meetings of the seeds played, clock still; seeds are played until
-    `WANT_GAMES` have meetings and `WANT_MULTI_ROUND` of them two or more."""
-    root = tmp_path_factory.mktemp("still_clock")
+def still_clock_games(fake_games: GameStore) -> list[tuple[Path, Trajectory]]:
+    """The `STILL_CLOCK_SEEDS` games (the run's store), each checked to hold a meeting,
+    one at least two."""
     found: list[tuple[Path, Trajectory]] = []
-    for _seed, out, traj in _games(root, STILL_CLOCK):
-        if traj.meetings:
-            found.append((out, traj))
-        multi = sum(len(t.meetings) >= 2 for _, t in found)
-        if len(found) >= WANT_GAMES and multi >= WANT_MULTI_ROUND:
-            break
+    for seed in STILL_CLOCK_SEEDS:
+        out = fake_games.game(seed=seed, frames="off", rules=STILL_CLOCK)
+        traj = load_trajectory(out)
+        assert traj.meetings, f"seed {seed} holds no meeting now; pin another"
+        found.append((out, traj))
     multi = sum(len(t.meetings) >= 2 for _, t in found)
-    assert multi >= 1, f"no game of seeds 0-{MAX_SEEDS - 1} had two meetings"
+    assert multi >= 1, f"no game of seeds {STILL_CLOCK_SEEDS} holds two meetings now"
     # The hazard these games test: a round starts at the tick the previous one ended.
     shared = [
         t.steps[m.end_step + 1].start_tick == t.steps[m.step].end_tick
@@ -73,12 +53,9 @@ def still_clock_games(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Pa
     return found
 
 
-def test_scripted_crewmate_claims_verify_true_or_unverifiable(tmp_path: Path) -> None:
-    for seed in [12, *range(MAX_SEEDS)]:
-        traj = load_trajectory(_play(tmp_path, seed, {}))
-        if traj.meetings:
-            break
-    assert traj.meetings, f"no game of seeds 0-{MAX_SEEDS - 1} had a meeting"
+def test_scripted_crewmate_claims_verify_true_or_unverifiable(fake_games: GameStore) -> None:
+    traj = load_trajectory(fake_games.game(seed=CREW_SEED, frames="off"))
+    assert traj.meetings, f"seed {CREW_SEED} holds no meeting now; pin another"
     rows = audit_claims(traj, RuleExtractor().extract(traj).claims)
     crew = [r for r in rows if r.speaker_role == "crewmate" and r.type != "accusation"]
     assert crew

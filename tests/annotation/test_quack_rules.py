@@ -14,6 +14,7 @@ from annotation.grounding.audit import AuditedClaim
 from annotation.grounding.claims import Claim
 from annotation.grounding.rules import RULE_BOOKS, RULES, audit_claims, rule_book
 from annotation.grounding.trajectory import Trajectory, build_trajectory
+from testkit.games import GameStore
 from testkit.logs import CORRIDOR, GameBuilder
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "grounding.md"
@@ -497,23 +498,19 @@ def test_the_docs_table_of_differences_is_in_sync() -> None:
     assert render_doc(text) == text, "run `python -m annotation.grounding.rules`"
 
 
-def test_the_quack_book_on_a_whole_fake_world_game(tmp_path: Path) -> None:
+QUACK_SEED = 69
+"""A quick scripted fake-world game (frames off, one of the run's shared games) with a
+meeting."""
+
+
+def test_the_quack_book_on_a_whole_fake_world_game(fake_games: GameStore) -> None:
     """Every probe claim of a scripted fake-world game is judged by the QUACK book,
     within its own round (QUACK never reads another round)."""
     from annotation.grounding.claims import RuleExtractor
     from annotation.grounding.trajectory import load_trajectory
-    from controller.cli import play_game
-    from controller.config import resolve_config
-    from world.spec import load_map
 
-    for seed in (12, 3, 5, 7):
-        config = resolve_config("quick", overrides={"seed": seed, "frames": "off"})
-        out = tmp_path / f"s{seed}"
-        assert play_game(config, load_map(config.map), "fake", out).status == "ok"
-        t = load_trajectory(out)
-        if t.meetings:
-            break
-    assert t.meetings
+    t = load_trajectory(fake_games.game(seed=QUACK_SEED, frames="off"))
+    assert t.meetings, f"seed {QUACK_SEED} holds no meeting now; pin another"
     rooms = sorted(t.geometry.rooms) if t.geometry is not None else []
     probes = list(RuleExtractor().extract(t).claims)
     for m in t.meetings:
@@ -537,7 +534,7 @@ def test_the_quack_book_on_a_whole_fake_world_game(tmp_path: Path) -> None:
     verdicts_seen = {r.verdict for r in rows}
     assert {"true", "false"} <= verdicts_seen
     for r in rows:
-        m = t.meeting(r.meeting)
-        assert m is not None
+        held = t.meeting(r.meeting)
+        assert held is not None
         if r.window is not None:
-            assert m.round_first_step <= r.window[0] <= r.window[1] <= m.step, r
+            assert held.round_first_step <= r.window[0] <= r.window[1] <= held.step, r

@@ -362,41 +362,41 @@ def _distances(line: str) -> list[str]:
     return re.findall(r"\((\d+\.\d) blocks", line)
 
 
+GHOST_SEED = 1
+"""A paper-rules game of the scripted agents (frames off, first kill no sooner than tick
+200) in which a ghost stands in line of sight of a living player under 36 blocks."""
+
+
 def test_no_ghost_in_a_living_players_far_set_over_a_paper_game(tmp_path: Path) -> None:
-    """Scripted players under the paper rules, until a ghost walks away from its body:
-    no living player's far set ever holds it, though it stood in line of sight under 36
-    blocks of one."""
-    for seed in range(1, 30):
-        config = resolve_config(
-            "paper",
-            overrides={
-                "seed": seed,
-                "frames": "off",
-                "rules": {"initial_kill_cooldown_ticks": 200},
-            },
-        )
-        out = tmp_path / f"paper-{seed}"
-        agents = {a: RecordingAgent(ScriptedAgent(a, G, seed)) for a in config.agent_ids()}
-        Game(config, SPEC, FakeWorld(G), agents, out).run()
-        events = read_events(out / "events.jsonl")
-        kills = {ev.victim: ev.tick for ev in events if isinstance(ev, Kill)}
-        if not kills:
-            continue
-        snapshots = [ev for ev in events if isinstance(ev, Positions)]
-        would = 0
-        for rec in agents.values():
-            for obs in rec.seen:
-                if obs.ghost:
+    """Scripted players under the paper rules: no living player's far set ever holds a
+    ghost, though one stood in line of sight under 36 blocks of it."""
+    seed = GHOST_SEED
+    config = resolve_config(
+        "paper",
+        overrides={
+            "seed": seed,
+            "frames": "off",
+            "rules": {"initial_kill_cooldown_ticks": 200},
+        },
+    )
+    agents = {a: RecordingAgent(ScriptedAgent(a, G, seed)) for a in config.agent_ids()}
+    Game(config, SPEC, FakeWorld(G), agents, tmp_path).run()
+    events = read_events(tmp_path / "events.jsonl")
+    kills = {ev.victim: ev.tick for ev in events if isinstance(ev, Kill)}
+    assert kills, f"seed {seed} has no kill now; pin another"
+    snapshots = [ev for ev in events if isinstance(ev, Positions)]
+    would = 0
+    for rec in agents.values():
+        for obs in rec.seen:
+            if obs.ghost:
+                continue
+            for ghost, tick in kills.items():
+                if obs.tick <= tick:
                     continue
-                for ghost, tick in kills.items():
-                    if obs.tick <= tick:
-                        continue
-                    assert ghost not in obs.far_players and ghost not in obs.nearby_players
-                    at = [p for p in snapshots if p.tick == obs.tick and ghost in p.players]
-                    if obs.phase == "free_roam" and at:
-                        would += G.can_see(obs.pos, at[-1].players[ghost].pos, FAR_SIGHT_RANGE)
-        leaks, _ = view_leaks({a: r.seen for a, r in agents.items()}, events, G)
-        assert leaks == []
-        if would:
-            return
-    raise AssertionError("no seed put a ghost in line of sight of a living player")
+                assert ghost not in obs.far_players and ghost not in obs.nearby_players
+                at = [p for p in snapshots if p.tick == obs.tick and ghost in p.players]
+                if obs.phase == "free_roam" and at:
+                    would += G.can_see(obs.pos, at[-1].players[ghost].pos, FAR_SIGHT_RANGE)
+    leaks, _ = view_leaks({a: r.seen for a, r in agents.items()}, events, G)
+    assert leaks == []
+    assert would, f"seed {seed}: no ghost in a living player's line of sight; pin another"

@@ -38,6 +38,7 @@ from controller.game import Game, GameResult
 from controller.observation import Observation
 from controller.timeline import rebuild_timeline
 from controller.worlds.fake import FakeWorld
+from testkit.games import GameStore
 from world.geometry import ShipGeometry
 from world.spec import MapSpec, load_map
 
@@ -75,8 +76,14 @@ def play(
     return game.run(), game
 
 
-def quick(seed: int, **rules: Any) -> GameConfig:
-    return resolve_config("quick", overrides={"seed": seed, "rules": rules})
+def quick(seed: int, frames: str = "off", **rules: Any) -> GameConfig:
+    """The quick preset, no frames rendered unless a test reads them."""
+    return resolve_config("quick", overrides={"seed": seed, "frames": frames, "rules": rules})
+
+
+SHARED_SEEDS = range(69, 81)
+"""The quick scripted games (frames off) the tests that only read a game's log take from
+the run's store (`fake_games`); `tests/controller/test_scripted.py` counts the same."""
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
@@ -98,16 +105,18 @@ def test_scripted_games_finish_by_the_rules(seed: int, tmp_path: Path) -> None:
     assert steps == set(range(0, result.steps + 1))
 
 
-def test_scripted_games_show_kills_meetings_and_votes(tmp_path: Path) -> None:
+def test_scripted_games_show_kills_meetings_and_votes(fake_games: GameStore) -> None:
     kinds: set[str] = set()
     endings: set[str] = set()
-    for seed in range(1, 9):
-        result, _ = play(quick(seed), tmp_path / str(seed))
-        endings.add(result.ending)
-        kinds |= {ev.kind for ev in read_events(tmp_path / str(seed) / "events.jsonl")}
+    for seed in SHARED_SEEDS:
+        events = fake_games.events(seed=seed, frames="off")
+        end = events[-1]
+        assert isinstance(end, GameEnd) and end.status == "ok"
+        endings.add(end.ending)
+        kinds |= {ev.kind for ev in events}
     assert {"kill", "report", "meeting_start", "speech", "vote", "meeting_end"} <= kinds
     assert {"task_start", "task_done", "trace", "visibility"} <= kinds
-    assert endings
+    assert {"tasks_done", "impostors_outnumber", "impostors_ejected"} <= endings
 
 
 def test_timeline_rebuilt_from_log_matches_live_game(tmp_path: Path) -> None:
@@ -239,17 +248,16 @@ def game_roles(config: GameConfig) -> dict[str, str]:
     return dict(game.engine.roles())
 
 
-def test_meeting_speech_limits_and_vote_in_log(tmp_path: Path) -> None:
-    for seed in range(1, 12):
-        out = tmp_path / str(seed)
-        play(quick(seed), out)
-        events = read_events(out / "events.jsonl")
-        if any(isinstance(ev, MeetingEnd) for ev in events):
-            speeches = [ev for ev in events if isinstance(ev, Speech) and not ev.passed]
-            assert speeches and all(1 <= s.utterance <= 3 for s in speeches)
-            assert log_violations(events) == []
-            return
-    pytest.fail("no seed produced a meeting")
+def test_meeting_speech_limits_and_vote_in_log(fake_games: GameStore) -> None:
+    meetings = spoken = 0
+    for seed in SHARED_SEEDS:
+        events = fake_games.events(seed=seed, frames="off")
+        meetings += sum(isinstance(ev, MeetingEnd) for ev in events)
+        speeches = [ev for ev in events if isinstance(ev, Speech) and not ev.passed]
+        assert all(1 <= s.utterance <= 3 for s in speeches)
+        spoken += len(speeches)
+        assert log_violations(events) == []
+    assert meetings and spoken, "no shared game held a meeting with a spoken line"
 
 
 class Eager:
@@ -305,14 +313,12 @@ def test_kills_respect_cooldown_even_if_agents_try(tmp_path: Path) -> None:
     assert log_violations(events) == []
 
 
-def test_bug5_victims_stop_at_the_kill_and_meetings_stop_the_step(tmp_path: Path) -> None:
+def test_bug5_victims_stop_at_the_kill_and_meetings_stop_the_step(fake_games: GameStore) -> None:
     """Bug 5: victims kept acting until the step ended, a called meeting did not stop
     the step, and rejections carried the end-of-step tick."""
     checked_kills = checked_meetings = 0
-    for seed in range(1, 9):
-        out = tmp_path / str(seed)
-        play(quick(seed, max_steps=40), out)
-        events = read_events(out / "events.jsonl")
+    for seed in SHARED_SEEDS:
+        events = fake_games.events(seed=seed, frames="off")
         runs = [ev for ev in events if isinstance(ev, ProgramRun)]
         for kill in (ev for ev in events if isinstance(ev, Kill)):
             run = next(r for r in runs if r.step == kill.step and r.agent == kill.victim)
@@ -347,7 +353,8 @@ class Slow:
 
     async def decide(self, obs: Observation) -> AgentDecision:
         await asyncio.sleep(self.seconds)
-        return await self.inner.decide(obs)
+        decision: AgentDecision = await self.inner.decide(obs)
+        return decision
 
 
 ENGINE_KINDS = {
@@ -370,11 +377,13 @@ ENGINE_KINDS = {
 
 
 def test_decision_latency_does_not_bend_the_rule_timeline(tmp_path: Path) -> None:
-    """The same scripted moves with 0 s and 2 s of thinking give the same game."""
+    """The same scripted moves with no thinking and with a quarter second of it before
+    every answer (a free-roam step's answers arrive together, each meeting turn's
+    alone) give the same game: the game's clock is its ticks, never the wall's."""
     config = quick(4, max_steps=5, emergency_initial_lockout_ticks=0)
     geometry = ShipGeometry(SPEC)
     timelines = []
-    for seconds in (0.0, 2.0):
+    for seconds in (0.0, 0.25):
         out = tmp_path / str(seconds)
         agents = {a: Slow(ScriptedAgent(a, geometry, 4), seconds) for a in config.agent_ids()}
         play(config, out, agents=agents)
@@ -457,15 +466,21 @@ _MEETING_SEED = 4
 """A seed whose quick scripted game holds a meeting."""
 
 
-def _faulty_game(tmp_path: Path, how: str, phases: set[str]) -> tuple[list[Any], str]:
+@pytest.fixture(scope="module")
+def first_meeting_crewmate(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A crewmate (not the caller) who sits at the first meeting of the normal
+    `_MEETING_SEED` game. The faulty agent behaves normally until the first meeting, so
+    it sits at that meeting in the faulty game too."""
     config = quick(_MEETING_SEED, max_steps=40)
-    # the faulty agent behaves normally until the first meeting, so a crewmate who
-    # sits at the first meeting of the normal game sits at it here too
-    play(config, tmp_path / "normal")
-    normal = read_events(tmp_path / "normal" / "events.jsonl")
-    first = next(ev for ev in normal if isinstance(ev, MeetingStart))
+    out = tmp_path_factory.mktemp("normal")
+    play(config, out)
+    first = next(ev for ev in read_events(out / "events.jsonl") if isinstance(ev, MeetingStart))
     roles = game_roles(config)
-    agent = next(a for a in first.order if roles[a] == "crewmate" and a != first.caller)
+    return next(a for a in first.order if roles[a] == "crewmate" and a != first.caller)
+
+
+def _faulty_game(tmp_path: Path, agent: str, how: str, phases: set[str]) -> tuple[list[Any], str]:
+    config = quick(_MEETING_SEED, max_steps=40)
     geometry = ShipGeometry(SPEC)
     agents: dict[str, Any] = {
         a: ScriptedAgent(a, geometry, _MEETING_SEED) for a in config.agent_ids()
@@ -478,8 +493,10 @@ def _faulty_game(tmp_path: Path, how: str, phases: set[str]) -> tuple[list[Any],
 @pytest.mark.parametrize(
     ("how", "kind"), [("infrastructure", "infrastructure"), ("model", "model")]
 )
-def test_failed_ballots_are_abstentions_not_skips(tmp_path: Path, how: str, kind: str) -> None:
-    events, agent = _faulty_game(tmp_path, how, {"voting"})
+def test_failed_ballots_are_abstentions_not_skips(
+    tmp_path: Path, first_meeting_crewmate: str, how: str, kind: str
+) -> None:
+    events, agent = _faulty_game(tmp_path, first_meeting_crewmate, how, {"voting"})
     votes = [ev for ev in events if ev.kind == "vote" and ev.voter == agent]
     assert votes, "the faulty agent never voted"
     for v in votes:
@@ -491,20 +508,24 @@ def test_failed_ballots_are_abstentions_not_skips(tmp_path: Path, how: str, kind
     assert summary["counts"]["failed_votes"] == len(votes)
 
 
-def test_deliberate_abstention_is_not_failed(tmp_path: Path) -> None:
-    events, agent = _faulty_game(tmp_path, "abstain", {"voting"})
+def test_deliberate_abstention_is_not_failed(tmp_path: Path, first_meeting_crewmate: str) -> None:
+    events, agent = _faulty_game(tmp_path, first_meeting_crewmate, "abstain", {"voting"})
     votes = [ev for ev in events if ev.kind == "vote" and ev.voter == agent]
     assert votes and all(v.target is None and not v.failed for v in votes)
 
 
-def test_failed_talk_turn_is_not_a_pass(tmp_path: Path) -> None:
-    events, agent = _faulty_game(tmp_path, "model", {"meeting"})
+def test_failed_talk_turn_is_not_a_pass(tmp_path: Path, first_meeting_crewmate: str) -> None:
+    events, agent = _faulty_game(tmp_path, first_meeting_crewmate, "model", {"meeting"})
     turns = [ev for ev in events if isinstance(ev, Speech) and ev.speaker == agent]
     assert turns and all(t.failed and not t.passed and t.error_kind == "model" for t in turns)
 
 
-def test_agent_code_errors_are_harness_errors_and_flag_the_game(tmp_path: Path) -> None:
-    events, agent = _faulty_game(tmp_path, "raise", {"free_roam", "meeting", "voting"})
+def test_agent_code_errors_are_harness_errors_and_flag_the_game(
+    tmp_path: Path, first_meeting_crewmate: str
+) -> None:
+    events, agent = _faulty_game(
+        tmp_path, first_meeting_crewmate, "raise", {"free_roam", "meeting", "voting"}
+    )
     bad = [ev for ev in events if isinstance(ev, Decision) and ev.agent == agent]
     assert bad and all(d.error_kind == "harness" and "agent code bug" in d.error for d in bad)
     end = events[-1]
@@ -532,7 +553,7 @@ class Narrating:
 
 
 def test_log_v2_answers_the_measurement_questions(tmp_path: Path) -> None:
-    config = quick(4, max_steps=30)
+    config = quick(4, frames="jpg", max_steps=30)
     geometry = ShipGeometry(SPEC)
     agents = {a: Narrating(ScriptedAgent(a, geometry, 4)) for a in config.agent_ids()}
     play(config, tmp_path, agents=agents)
@@ -560,9 +581,9 @@ def test_log_v2_answers_the_measurement_questions(tmp_path: Path) -> None:
             if isinstance(ev, Visibility) and ev.cause == "kill" and ev.tick == k.tick
         ]
         assert len(vis) == 1 and vis[0].subject == k.killer and k.victim not in vis[0].sees
-    for vis in (ev for ev in events if isinstance(ev, Visibility)):
-        for a, seen in vis.sees.items():
-            assert set(seen) <= set(vis.near[a])
+    for snap in (ev for ev in events if isinstance(ev, Visibility)):
+        for a, seen in snap.sees.items():
+            assert set(seen) <= set(snap.near[a])
     reports = [ev for ev in events if ev.kind == "report"]
     for r in reports:
         at = next(
@@ -580,8 +601,8 @@ def test_log_v2_answers_the_measurement_questions(tmp_path: Path) -> None:
         assert d.frame is not None and d.view_text == f"view of {d.agent} at step {d.step}"
         data = (tmp_path / d.frame.path).read_bytes()
         assert hashlib.sha256(data).hexdigest() == d.frame.sha256
-    seen = [o for ag in agents.values() for o in ag.seen]
-    assert all(o.frame_sha256 is not None for o in seen)
+    observed = [o for ag in agents.values() for o in ag.seen]
+    assert all(o.frame_sha256 is not None for o in observed)
     # the log refuses to be appended to
     with pytest.raises(LogExistsError):
         Game(config, SPEC, FakeWorld(geometry), agents, tmp_path)

@@ -23,6 +23,7 @@ from controller.game import Game
 from controller.logcheck import record_figures
 from controller.protocol import PlayerPose, PoseSample
 from controller.worlds.fake import FakeWorld
+from testkit.games import GameStore
 from world.geometry import ShipGeometry
 from world.spec import load_map
 
@@ -40,15 +41,17 @@ def play(cfg: GameConfig, out: Path, world: FakeWorld | None = None) -> list[Eve
     return read_events(out / "events.jsonl")
 
 
+SEED = 78
+"""A quick fake-world game (frames off, one of the run's shared games) with meetings
+called from free roam (for the freeze checks) and a program ended by the step timeout."""
+
+
 @pytest.fixture(scope="module")
-def game(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
-    """A fake-world game with a meeting called from free roam (for the freeze checks)."""
-    root = tmp_path_factory.mktemp("record")
-    for seed in range(1, 30):
-        events = play(config(seed, max_steps=40), root / str(seed))
-        if any(isinstance(e, MeetingStart) for e in events):
-            return events
-    pytest.fail("no seed called a meeting")
+def game(fake_games: GameStore) -> list[Event]:
+    """The `SEED` game."""
+    events = fake_games.events(seed=SEED, frames="off")
+    assert any(isinstance(e, MeetingStart) for e in events), f"seed {SEED} calls no meeting"
+    return events
 
 
 def _swap(events: list[Event], old: Event, new: Event) -> list[Event]:

@@ -42,6 +42,7 @@ from controller.events import (
     read_events,
 )
 from controller.observation import ChatEntry, MeetingView, Observation, OwnAction, Scoreboard
+from testkit.games import GameStore
 from world.geometry import ShipGeometry, yaw_towards
 from world.spec import load_map
 
@@ -78,7 +79,7 @@ def obs(
 ) -> Observation:
     """A hand-built observation (only what the scripted agent reads)."""
     board = Scoreboard(
-        phase=phase,  # type: ignore[arg-type]
+        phase=phase,
         kill_ready=kill_ready,
         task_bits=[False],
         dead=False,
@@ -92,10 +93,10 @@ def obs(
     )
     return Observation(
         agent=agent,
-        role=role,  # type: ignore[arg-type]
+        role=role,
         step=step,
         tick=tick,
-        phase=phase,  # type: ignore[arg-type]
+        phase=phase,
         pos=pos,
         yaw=0.0,
         room=GEOMETRY.room_at(pos),
@@ -308,7 +309,8 @@ def test_impostor_strikes_a_lone_crewmate_guarded_then_walks_away() -> None:
     assert ops(d)[1:] == ["go_to", "look", "use_station"]
     station = d.program[-1]["station"]
     assert GEOMETRY.station_room(station) != "electrical"
-    assert GEOMETRY.path_length(off(ELEC, 3), GEOMETRY.station_pos(station)) >= GETAWAY_BLOCKS
+    length = GEOMETRY.path_length(off(ELEC, 3), GEOMETRY.station_pos(station))
+    assert length is not None and length >= GETAWAY_BLOCKS
     assert red.report_victim is None
 
 
@@ -382,7 +384,8 @@ def test_impostor_walks_away_from_a_body() -> None:
     d = imp(red, bodies={"pink": off(ELEC, 2)}, players={"green": off(ELEC, 4)})
     assert d.module == "MOVE" and "kill" not in ops(d)
     station = d.program[-1]["station"]
-    assert GEOMETRY.path_length(off(ELEC, 2), GEOMETRY.station_pos(station)) >= GETAWAY_BLOCKS
+    length = GEOMETRY.path_length(off(ELEC, 2), GEOMETRY.station_pos(station))
+    assert length is not None and length >= GETAWAY_BLOCKS
 
 
 def _alibi(red: ScriptedAgent, room: str, body_room: str, index: int) -> str:
@@ -419,17 +422,21 @@ def test_a_self_reporting_impostor_says_it_found_the_body() -> None:
 
 
 # Seeds 69-80: a fixed window of twelve quick games, among the tuning seeds 1-200, that
-# holds an ejection ending (benchmarks/ruler.py prints the 100-seed figures).
+# holds an ejection ending (benchmarks/ruler.py prints the 100-seed figures). They are
+# the games `benchmarks.ruler.play_seeds` plays (quick preset, frames off), taken from
+# the run's store, which other tests read too; `test_ruler_is_deterministic` plays one
+# again through `play_seeds` and finds the same game.
 RULER_SEEDS = list(range(69, 81))
 EJECTION_SEED = 71
 """The window's seed that ends `impostors_ejected`."""
 
 
 @pytest.fixture(scope="module")
-def ruler_games(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[list[Event]]]:
-    root = tmp_path_factory.mktemp("ruler")
-    stats = ruler.play_seeds(RULER_SEEDS, root)
-    logs = [read_events(root / f"seed{s}" / "events.jsonl") for s in RULER_SEEDS]
+def ruler_games(fake_games: GameStore) -> tuple[Any, list[list[Event]]]:
+    stats = ruler.RulerStats()
+    logs = [fake_games.events(seed=s, frames="off") for s in RULER_SEEDS]
+    for events in logs:
+        stats.add(events)
     return stats, logs
 
 
@@ -544,8 +551,12 @@ def _claims_hold(events: list[Event]) -> tuple[int, list[str]]:
             checked += 1
             ok = True
             if name == "found_body":
-                ok = isinstance(caller_event, Report) and caller_event.reporter == who
-                ok = ok and caller_event.victim == g["victim"] and caller_event.room == g["room"]
+                ok = (
+                    isinstance(caller_event, Report)
+                    and caller_event.reporter == who
+                    and caller_event.victim == g["victim"]
+                    and caller_event.room == g["room"]
+                )
             elif name == "pressed_button":
                 ok = isinstance(caller_event, Emergency) and caller_event.caller == who
             elif name == "saw_kill":

@@ -250,7 +250,12 @@ def test_a_side_at_a_dead_model_server_pauses_the_study(
         port = int(sock.getsockname()[1])  # nobody listens once it is closed
     impostor = {
         "agent": "aria",
-        "args": {"backend": "openai-compatible:qwen", "base_url": f"http://127.0.0.1:{port}/v1"},
+        "args": {
+            "backend": "openai-compatible:qwen",
+            "base_url": f"http://127.0.0.1:{port}/v1",
+            # every try is still made; only the waits between them are cut short
+            "settings": {"backoff_base_s": 0.001, "backoff_max_s": 0.01},
+        },
     }
     spec = tmp_path / "dead.yaml"
     spec.write_text(
@@ -268,6 +273,7 @@ def test_a_side_at_a_dead_model_server_pauses_the_study(
     err = capsys.readouterr().err
     assert code == 3, err
     manifest = read_manifest(out)
+    assert manifest is not None
     assert manifest.paused is not None and "every call of the side failed" in manifest.paused
     done = [e for e in manifest.games.values() if e.status == "done"]
     assert done == []  # nothing counted as a win

@@ -22,6 +22,7 @@ from harness_aria.reflection import REFLECTORS
 from harness_aria.reflection.beliefs import PURPOSE, update_beliefs
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Toolkit
+from testkit.games import OFFLINE_ARIA, GameStore
 from tests.harness_aria.test_module_answers import observe
 from world.geometry import ShipGeometry
 from world.spec import load_map
@@ -171,16 +172,16 @@ def test_it_runs_after_the_meetings_reflection(reflection: str) -> None:
     assert memory.suspicion()["yellow"] == pytest.approx(before + 0.2)
 
 
-def test_a_reference_game_updates_beliefs_after_each_meeting(tmp_path: Path) -> None:
+def test_a_reference_game_updates_beliefs_after_each_meeting(
+    tmp_path: Path, fake_games: GameStore
+) -> None:
     """The default profile's semantic memory makes a belief-update call per living agent
     after a meeting, on that meeting's chat; `lean` (rule updates) and window memory
     make none."""
-    counts: dict[str, int] = {}
-    for name, spec in (
-        ("reference", {}),
-        ("lean", {"profile": "lean"}),
-        ("window", {"memory": "window"}),
-    ):
+    # The default spec's offline game of seed 3 (the run's store), and the first 40
+    # steps of the same seed under each of the others (they hold two meetings).
+    runs = {"reference": fake_games.game(seed=3, **OFFLINE_ARIA)}
+    for name, spec in (("lean", {"profile": "lean"}), ("window", {"memory": "window"})):
         config = resolve_config(
             "quick",
             overrides={
@@ -191,8 +192,10 @@ def test_a_reference_game_updates_beliefs_after_each_meeting(tmp_path: Path) -> 
                 "impostor": {"backend": "fake", "spec": spec},
             },
         )
-        out = tmp_path / name
-        play_game(config, load_map("skeld"), "fake", out)
+        runs[name] = tmp_path / name
+        play_game(config, load_map("skeld"), "fake", runs[name])
+    counts: dict[str, int] = {}
+    for name, out in runs.items():
         calls = [
             (d, c)
             for d in read_events(out / "events.jsonl")

@@ -20,6 +20,7 @@ from harness_aria.prompts import (
     PREFIX_GROUPS,
     shared_prefix,
 )
+from testkit.games import OFFLINE_ARIA, GameStore
 from world.geometry import ShipGeometry
 from world.spec import load_map
 
@@ -146,34 +147,22 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
 
 
 def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
-    tmp_path: Path,
+    fake_games: GameStore,
 ) -> None:
     """Every call of a game holds its prefix group's sections (`PREFIX_GROUPS`: the rules,
     each room's connections, how answers are read), the state view (the look view for a
     call that judges a frame) and its one answer format exactly once, and no section of
     another group; a crewmate's calls name no
     impostor-only field or module (the private `intent`, KILL, the witness scan)."""
-    base = tmp_path
-    for seed in range(1, 12):  # the first seed whose game holds a meeting
-        config = resolve_config(
-            "quick",
-            overrides={
-                "seed": seed,
-                "frames": "off",
-                "rules": {"max_steps": 40},
-                "crew": {"backend": "fake"},
-                "impostor": {"backend": "fake"},
-            },
-        )
-        tmp_path = base / str(seed)
-        play_game(config, load_map("skeld"), "fake", tmp_path)
-        if any(e.kind == "meeting_start" for e in read_events(tmp_path / "events.jsonl")):
-            break
-    roles = json.loads((tmp_path / "summary.json").read_text())["roles"]
-    stored = tmp_path / "prompts"
+    # The offline game of seed 1 (the run's store): it holds meetings.
+    run = fake_games.game(seed=1, **OFFLINE_ARIA)
+    events = read_events(run / "events.jsonl")
+    assert any(e.kind == "meeting_start" for e in events), "seed 1 holds no meeting now"
+    roles = json.loads((run / "summary.json").read_text())["roles"]
+    stored = run / "prompts"
     purposes: dict[str, set[str]] = {"crewmate": set(), "impostor": set()}
     rooms = GEOMETRY.adjacency()
-    for d in read_events(tmp_path / "events.jsonl"):
+    for d in events:
         if not isinstance(d, Decision):
             continue
         for call in d.calls:
@@ -211,8 +200,8 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
             assert whole.count(f"You are {d.agent.capitalize()}, a") == 1
             assert "Map (room: connected rooms)" not in whole
             if group == "look":  # a frame is judged from the look view alone
-                for held in ("Step ", "In sight now", "Answer as JSON"):
-                    assert held in user, (call["purpose"], held)
+                for kept in ("Step ", "In sight now", "Answer as JSON"):
+                    assert kept in user, (call["purpose"], kept)
                 for left in ("Roster", "Beliefs", "What you did", "Your pending", "Chat"):
                     assert left not in user, (call["purpose"], left)
             if role == "crewmate":
@@ -223,7 +212,7 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
 
 
 def test_an_agents_calls_in_one_meeting_share_their_start_through_the_chat(
-    tmp_path: Path,
+    fake_games: GameStore,
 ) -> None:
     """In a meeting, the lines that change every step (the step, whose turn it is) close
     the state view and the roster gives sightings by step, not by age: in an agent's next
@@ -231,21 +220,12 @@ def test_an_agents_calls_in_one_meeting_share_their_start_through_the_chat(
     starts with all of its last call's, through the end of that call's chat, which only
     grows. (Memory before it changes only when the agent's beliefs do.) Unchanged, the
     whole start is what a provider's prompt cache matches."""
-    config = resolve_config(
-        "quick",
-        overrides={
-            "seed": 3,  # a game with two meetings in its first 60 steps
-            "frames": "off",
-            "rules": {"max_steps": 60},
-            "crew": {"backend": "fake"},
-            "impostor": {"backend": "fake"},
-        },
-    )
-    play_game(config, load_map("skeld"), "fake", tmp_path)
-    stored = tmp_path / "prompts"
+    # The offline game of seed 3 (the run's store): four meetings.
+    run = fake_games.game(seed=3, **OFFLINE_ARIA)
+    stored = run / "prompts"
     last: dict[str, str] = {}
     pairs = 0
-    for d in read_events(tmp_path / "events.jsonl"):
+    for d in read_events(run / "events.jsonl"):
         if not isinstance(d, Decision):
             continue
         for call in d.calls:

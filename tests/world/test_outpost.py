@@ -51,16 +51,20 @@ def _play(out: Path, seed: int, **overrides: Any) -> Path:
     return out
 
 
+ARIA_SEED = 2
+"""A quick outpost game (frames off) of fake ARIA agents with meeting speech."""
+SCRIPTED_SEEDS = (1, 2, 3, 4)
+"""Quick outpost games (frames off) of the scripted agents: each side wins two."""
+
+
 @pytest.fixture(scope="module")
 def aria_game(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Trajectory]:
-    """A fake-world game of fake ARIA agents on the outpost, with meeting speech."""
+    """The `ARIA_SEED` game."""
     root = tmp_path_factory.mktemp("outpost-aria")
-    for seed in range(1, 11):
-        run = _play(root / f"seed{seed}", seed, crew=FAKE_ARIA, impostor=FAKE_ARIA)
-        traj = load_trajectory(run)
-        if traj.meetings and spoken_turns(traj)[0]:
-            return run, traj
-    raise AssertionError("no ARIA game of seeds 1-10 on the outpost had a meeting with speech")
+    run = _play(root / f"seed{ARIA_SEED}", ARIA_SEED, crew=FAKE_ARIA, impostor=FAKE_ARIA)
+    traj = load_trajectory(run)
+    assert traj.meetings and spoken_turns(traj)[0], f"seed {ARIA_SEED}: no speech; pin another"
+    return run, traj
 
 
 # -- the map ----------------------------------------------------------------------
@@ -101,14 +105,12 @@ def test_every_room_is_reachable_and_walks_are_short(outpost: MapSpec) -> None:
 
 def test_scripted_games_end_and_both_sides_win(tmp_path: Path) -> None:
     winners: dict[str, int] = {}
-    for seed in range(1, 21):
+    for seed in SCRIPTED_SEEDS:
         run = _play(tmp_path / f"seed{seed}", seed)
         summary = json.loads((run / "summary.json").read_text())
         assert summary["ending"] != "timeout", seed
         winners[summary["winner"]] = winners.get(summary["winner"], 0) + 1
-        if len(winners) == 2 and min(winners.values()) >= 2:
-            break
-    assert set(winners) == {"crew", "impostors"}, winners
+    assert winners == {"crew": 2, "impostors": 2}, winners
 
 
 def _prompts(run: Path) -> list[str]:
@@ -201,9 +203,9 @@ def test_supplied_claims_by_alias_verify_like_claims_by_name(
     truth = {(r.subject, r.room): r.verdict for r in audit_claims(traj, by_name)}
     assert set(truth.values()) <= {"true", "false"} and "true" in truth.values()
     rows = audit_claims(traj, [c for _, c in by_alias])
-    for (room, _), row in zip(by_alias, rows, strict=True):
-        assert row.room == room
-        assert row.verdict == truth[(row.subject, room)], (row.subject, room)
+    for (named, _), row in zip(by_alias, rows, strict=True):
+        assert row.room == named
+        assert row.verdict == truth[(row.subject, named)], (row.subject, named)
     # a Skeld room is no room of the outpost: unverifiable, and says why
     assert normalise_room("electrical", traj.geometry.rooms if traj.geometry else []) is None
     (skeld_row,) = audit_claims(traj, [Claim(**base, speaker="red", subject="red", room="elec")])
