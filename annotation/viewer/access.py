@@ -26,6 +26,7 @@ import socket
 from dataclasses import dataclass, field
 
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -248,6 +249,16 @@ class AnalystGrant:
         by_query = token_matches(query, token)
         unlocked = by_query or token_matches(header, token)
         return cls(unlocked, by_query or query.strip().lower() in ("1", "true", "yes"))
+
+    @classmethod
+    def of_request(cls, request: Request, access: Access) -> AnalystGrant:
+        """The grant of a request (its `analyst` query value and `ANALYST_HEADER`) under
+        a viewer's `access`."""
+        return cls.of(
+            request.query_params.get("analyst", ""),
+            request.headers.get(ANALYST_HEADER, ""),
+            access.analyst_token,
+        )
 
 
 __all__ = [

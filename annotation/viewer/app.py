@@ -46,7 +46,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from annotation.viewer.access import ANALYST_HEADER, Access, AnalystGrant, LocalGuard
+from annotation.viewer.access import Access, AnalystGrant, LocalGuard
 from annotation.viewer.claims import create_claims_app
 from annotation.viewer.codebook import atom_letters, codebook
 from annotation.viewer.record import (
@@ -181,11 +181,7 @@ def create_app(
     access = access if access is not None else Access()
 
     def grant(request: Request) -> AnalystGrant:
-        return AnalystGrant.of(
-            request.query_params.get("analyst", ""),
-            request.headers.get(ANALYST_HEADER, ""),
-            access.analyst_token,
-        )
+        return AnalystGrant.of_request(request, access)
 
     async def index(_request: Request) -> Response:
         return FileResponse(STATIC / "index.html")

@@ -52,7 +52,7 @@ from annotation.ratings import (
     read_start,
     sides_from_start,
 )
-from annotation.viewer.access import ANALYST_HEADER, Access, AnalystGrant
+from annotation.viewer.access import Access, AnalystGrant
 from controller.record import LOG_FILE, SUMMARY_FILE, has_log, study_place
 from controller.tournament.manifest import MANIFEST
 from controller.tournament.process import read_summary
@@ -306,11 +306,7 @@ def board_endpoint(
     study = board if board is not None else StudyBoard(folder)
 
     async def endpoint(request: Request) -> Response:
-        grant = AnalystGrant.of(
-            request.query_params.get("analyst", ""),
-            request.headers.get(ANALYST_HEADER, ""),
-            access.analyst_token,
-        )
+        grant = AnalystGrant.of_request(request, access)
         if not grant.analyst:
             return JSONResponse(WITHHELD, status_code=403)
         return JSONResponse(await asyncio.to_thread(study.answer))

@@ -61,7 +61,7 @@ from annotation.grounding.labels import (
 )
 from annotation.grounding.metrics import default_audit_dir
 from annotation.grounding.rules import RULE_BOOKS
-from annotation.viewer.access import ANALYST_HEADER, Access, AnalystGrant, LocalGuard
+from annotation.viewer.access import Access, AnalystGrant, LocalGuard
 from controller.events import MeetingStart, Speech
 from controller.record import RecordError, iter_log, log_path
 
@@ -402,11 +402,7 @@ def create_claims_app(
     board = ClaimsBoard(folder, labels_dir, runs)
 
     def grant(request: Request) -> AnalystGrant:
-        return AnalystGrant.of(
-            request.query_params.get("analyst", ""),
-            request.headers.get(ANALYST_HEADER, ""),
-            access.analyst_token,
-        )
+        return AnalystGrant.of_request(request, access)
 
     async def index(_request: Request) -> Response:
         return FileResponse(STATIC / "claims.html")

@@ -263,8 +263,9 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run(args: argparse.Namespace) -> int:
-    """`mineamongus play`."""
+def checked_config(args: argparse.Namespace) -> tuple[GameConfig, MapSpec] | None:
+    """The game's configuration and map from `play`'s arguments, with every side's agent
+    kind checked; None after printing why not (the caller exits with 2)."""
     from controller.players import check_sides
     from world.spec import load_map
 
@@ -274,11 +275,40 @@ def run(args: argparse.Namespace) -> int:
         check_sides(config)
     except ValueError as exc:  # ConfigError, MapSpecError, AblationError, AgentKindError
         print(f"mineamongus: {exc}", file=sys.stderr)
-        return 2
-    out = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{config.seed}"
+        return None
+    return config, spec
+
+
+def out_refused(out: Path) -> bool:
+    """Whether `out` already holds something a game may not overwrite (said on stderr)."""
     taken = occupied_by(out)
     if taken is not None:
         print(f"mineamongus: --out {out} {taken}; choose another --out", file=sys.stderr)
+    return taken is not None
+
+
+def print_outcome(result: GameResult, out: Path) -> int:
+    """Print the game's outcome line (JSON) and return `play`'s exit code."""
+    outcome = {
+        "status": result.status,
+        "winner": result.winner,
+        "ending": result.ending,
+        "steps": result.steps,
+        "reason": result.reason,
+        "out": str(out),
+    }
+    print(json.dumps(outcome), flush=True)
+    return 0 if result.status == "ok" else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    """`mineamongus play`."""
+    checked = checked_config(args)
+    if checked is None:
+        return 2
+    config, spec = checked
+    out = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{config.seed}"
+    if out_refused(out):
         return 2
 
     def progress(line: str) -> None:
@@ -306,16 +336,7 @@ def run(args: argparse.Namespace) -> int:
         if viewer is not None:
             viewer.stop()
             print(f"viewer stopped; replay with: mineamongus view {out}", file=sys.stderr)
-    outcome = {
-        "status": result.status,
-        "winner": result.winner,
-        "ending": result.ending,
-        "steps": result.steps,
-        "reason": result.reason,
-        "out": str(out),
-    }
-    print(json.dumps(outcome))
-    return 0 if result.status == "ok" else 1
+    return print_outcome(result, out)
 
 
 COMMAND = Command("play", add_parser, run, position=0)

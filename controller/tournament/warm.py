@@ -45,10 +45,10 @@ import psutil
 import yaml
 
 from controller.cli import build_parser
-from controller.commands.play import config_from_args, make_world, occupied_by
+from controller.commands.play import checked_config, make_world, out_refused, print_outcome
 from controller.config import GameConfig
 from controller.game import Game
-from controller.players import agent_factory, check_sides
+from controller.players import agent_factory
 from controller.tournament.process import (
     CONFIG_FILE,
     PLAY_LOG,
@@ -63,7 +63,6 @@ from controller.tournament.process import (
 from controller.worlds.base import World
 from controller.worlds.minecraft import MinecraftWorld
 from world.geometry import ShipGeometry
-from world.spec import load_map
 
 log = logging.getLogger(__name__)
 
@@ -133,17 +132,10 @@ class _Worker:
             ["play", "--config", str(folder / CONFIG_FILE), "--out", str(folder)]
             + ["--world", kind, "--quiet"]
         )
-        try:
-            config = config_from_args(args)
-            spec = load_map(config.map)
-            check_sides(config)
-        except ValueError as exc:  # ConfigError, MapSpecError, AblationError, AgentKindError
-            print(f"mineamongus: {exc}", file=sys.stderr)
+        checked = checked_config(args)
+        if checked is None or out_refused(folder):
             return 2
-        taken = occupied_by(folder)
-        if taken is not None:
-            print(f"mineamongus: --out {folder} {taken}; choose another --out", file=sys.stderr)
-            return 2
+        config, spec = checked
         geometry = ShipGeometry(spec)
         agents = agent_factory(config, geometry, folder)
         world = self._world(kind, config, geometry, folder)
@@ -169,16 +161,7 @@ class _Worker:
         timing["world_start"] = getattr(world, "start_record", None)
         if first_step:
             timing["setup_s"] = round(first_step[0] - received, 3)
-        outcome = {
-            "status": result.status,
-            "winner": result.winner,
-            "ending": result.ending,
-            "steps": result.steps,
-            "reason": result.reason,
-            "out": str(folder),
-        }
-        print(json.dumps(outcome), flush=True)
-        return 0 if result.status == "ok" else 1
+        return print_outcome(result, folder)
 
     def _world(self, kind: str, config: GameConfig, geometry: ShipGeometry, folder: Path) -> World:
         """The game's world: the kept Minecraft world, ready for this game's settings
