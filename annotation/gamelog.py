@@ -1,14 +1,17 @@
 """One game read back from its run folder, in the shapes annotation needs.
 
 `load_game(folder)` reads the run through `controller.record.RunRecord` (the one
-reader of `events.jsonl` and `summary.json`) once and indexes it: roles, steps and
-their phases, the five arc phases, pose samples per step (from `trace` events, else
-from end-of-step `positions`; a ghost's samples, `rules.ghost_tasks`, kept apart),
-visibility records, kills, reports, meetings, speech, votes, decisions and task events.
+reader of `events.jsonl` and `summary.json`) once and takes who was where, who saw
+whom, steps, phases and rounds from the game's one index (`controller.timeline.
+GameIndex`): roles, steps and their phases, the five arc phases, pose samples per step
+(the index's `trace` poses, else end-of-step `positions`; a ghost's samples,
+`rules.ghost_tasks`, kept apart), each step's end positions and visibility records (a
+calling step's own end included; a meeting table reads as `meeting_seats`), kills,
+reports, meetings, speech, votes, decisions and task events.
 `game_facts` is the single place per-game facts (winner, kills, tasks, arm, models,
-axes) are derived from the record: each side's agent, model and ARIA axes come from the
-typed set-up (`GameSetup`), in the layout games write today and in the older one, so a
-tournament's tables and the logs agree.
+axes) are derived from the record: each side's agent, model and the ablation axes its
+kind declared come from the typed set-up (`GameSetup`), in the layout games write today
+and in the older one, so a tournament's tables and the logs agree.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from typing import Any, Literal
 
 from controller.events import (
     Decision,
-    Eject,
     Emergency,
     Event,
     GameEnd,
@@ -32,21 +34,18 @@ from controller.events import (
     ProgramRun,
     Report,
     Speech,
-    StepStart,
     TaskDone,
     TaskInterrupted,
     TaskStart,
-    Trace,
     Vec3,
     Visibility,
     Vote,
 )
-from controller.record import ARIA_AXES, GameSetup, RunRecord, study_place
+from controller.record import GameSetup, RunRecord, study_place
 from controller.record import find_runs as find_runs
+from controller.timeline import GameIndex
 
 PoseSource = Literal["trace", "positions"]
-IMPOSTOR_AXES = ARIA_AXES
-"""The ARIA ablation axes read from each side's spec."""
 
 
 @dataclass(frozen=True)
@@ -93,11 +92,14 @@ class Game:
     """Meeting index -> its first step."""
     poses: dict[int, StepPoses]
     end_positions: dict[int, Positions]
-    """Step -> its `step_end` positions (a ghost's real position, with its status
-    `dead` or `ejected`: read the living by status)."""
+    """Step -> its `step_end` positions (`GameIndex.step_ends`: a calling step's too, never
+    a meeting table; a ghost's real position, with its status `dead` or `ejected`: read
+    the living by status)."""
     snapshots: list[Positions]
     """Every `positions` snapshot, in log order (set-up, step ends, meeting seats, vote ends)."""
     visibility: dict[int, list[Visibility]]
+    """Step -> its visibility records in log order (a `step_end` record the index reads
+    as the meeting table, an older log's, relabelled `meeting_seats`)."""
     kills: list[Kill]
     reports: list[Report]
     emergencies: list[Emergency]
@@ -112,6 +114,8 @@ class Game:
     task_interrupts: list[TaskInterrupted]
     record: RunRecord
     """The typed record the index was built from (sides, seats, calls, summary)."""
+    index: GameIndex
+    """The one index of the game (`controller.timeline`): positions, sight, phases."""
 
     @property
     def setup(self) -> GameSetup:
@@ -135,19 +139,7 @@ class Game:
 
     def phase_of(self, step: int) -> str:
         """The arc phase (`pre_m1`, `m1`, `m1_m2`, `m2`, `post_m2`) a step falls in."""
-        starts = sorted(self.meeting_steps.items())
-        ends = {m.index: m.step for m in self.meeting_ends}
-        for index, first in starts:
-            last = ends.get(index, first)
-            if first <= step <= last:
-                return "m1" if index == 1 else "m2" if index == 2 else "post_m2"
-        m1 = self.meeting_steps.get(1)
-        if m1 is None or step < m1:
-            return "pre_m1"
-        m2 = self.meeting_steps.get(2)
-        if m2 is None or step < m2:
-            return "m1_m2"
-        return "post_m2"
+        return self.index.arc_phase(step)
 
     def pose_at(self, agent: str, tick: int, step: int) -> Vec3 | None:
         """The agent's sampled position nearest `tick` within `step` (None if unsampled)."""
@@ -210,6 +202,7 @@ def load_game(
         content_sha256=record.content_sha256,
         summary=summary,
         record=record,
+        index=GameIndex.of(events),
         step_phase={},
         step_ticks={},
         meeting_steps={},
@@ -230,48 +223,31 @@ def load_game(
         task_dones=[],
         task_interrupts=[],
     )
-    traced: dict[int, StepPoses] = {}
-    called: set[int] = set()  # steps in which a meeting was called
-    left: dict[str, int] = {}  # player -> the step it left play in (killed or ejected)
+    index = g.index
+    g.step_phase = dict(index.step_phase)
+    g.step_ticks = dict(index.step_ticks)
+    g.meeting_steps = index.meeting_steps()
+    g.snapshots = [s.event for s in index.snapshots]
+    # Where a step ended and what was seen there as the index classifies them: a calling
+    # step's own end (logged after its `meeting_start`, as every log does) is its end; a
+    # meeting table an older log labelled `step_end` reads as the seats it was.
+    g.end_positions = index.step_ends()
+    for sight in index.sightings:
+        vis = sight.event
+        if sight.seats and vis.cause == "step_end":
+            vis = vis.model_copy(update={"cause": "meeting_seats"})
+        g.visibility.setdefault(vis.step, []).append(vis)
     for ev in events:
-        if ev.step > 0:
-            lo, hi = g.step_ticks.get(ev.step, (ev.tick, ev.tick))
-            g.step_ticks[ev.step] = (min(lo, ev.tick), max(hi, ev.tick))
-        if isinstance(ev, StepStart):
-            g.step_phase[ev.step] = ev.phase
-        elif isinstance(ev, GameEnd):
+        if isinstance(ev, GameEnd):
             g.end = ev
-        elif isinstance(ev, Trace):
-            sp = traced.setdefault(ev.step, StepPoses(source="trace"))
-            for agent, samples in ev.players.items():
-                ghost = agent in left and ev.step > left[agent]
-                (sp.ghosts if ghost else sp.players).setdefault(agent, []).extend(
-                    Pose(tick=t, pos=(s[0], s[1], s[2]), yaw=s[3] if len(s) > 3 else None)
-                    for t, s in zip(ev.ticks, samples, strict=False)
-                )
-        elif isinstance(ev, Positions):
-            g.snapshots.append(ev)
-            # Logs written before the `meeting_seats` cause label the snapshot taken after
-            # the meeting teleport `step_end` too; it comes after `meeting_start`. Read as
-            # the end of the step it would turn the teleport into flight.
-            if ev.cause == "step_end" and ev.step not in called and ev.step not in g.end_positions:
-                g.end_positions[ev.step] = ev
-        elif isinstance(ev, Visibility):
-            if ev.step in called and ev.cause == "step_end":
-                ev = ev.model_copy(update={"cause": "meeting_seats"})
-            g.visibility.setdefault(ev.step, []).append(ev)
         elif isinstance(ev, Kill):
             g.kills.append(ev)
-            left.setdefault(ev.victim, ev.step)
-        elif isinstance(ev, Eject):
-            left.setdefault(ev.agent, ev.step)
         elif isinstance(ev, Report):
             g.reports.append(ev)
         elif isinstance(ev, Emergency):
             g.emergencies.append(ev)
         elif isinstance(ev, MeetingStart):
             g.meetings.append(ev)
-            called.add(ev.step)
         elif isinstance(ev, MeetingEnd):
             g.meeting_ends.append(ev)
         elif isinstance(ev, Speech):
@@ -288,22 +264,22 @@ def load_game(
             g.task_dones.append(ev)
         elif isinstance(ev, TaskInterrupted):
             g.task_interrupts.append(ev)
-    # A meeting's talk begins at the step after the one in which it was called.
-    for m in g.meetings:
-        later = [s for s, ph in g.step_phase.items() if s > m.step and ph != "free_roam"]
-        g.meeting_steps[m.index] = min(later) if later else m.step + 1
     for step, phase in g.step_phase.items():
         if phase != "free_roam":
             continue
-        if step in traced:
-            g.poses[step] = traced[step]
-            continue
-        sp = StepPoses(source="positions")
-        end = g.end_positions.get(step)
-        if end is not None:
-            for agent, snap in end.players.items():
-                if snap.status == "alive":
-                    sp.players[agent] = [Pose(tick=end.tick, pos=snap.pos)]
+        if step in index.traced_steps:
+            sp = StepPoses(source="trace")
+            for agent, track in index.trace_of(step).items():
+                (sp.ghosts if index.is_ghost(agent, step) else sp.players)[agent] = [
+                    Pose(tick=p.tick, pos=p.pos, yaw=p.yaw) for p in track
+                ]
+        else:
+            sp = StepPoses(source="positions")
+            end = g.end_positions.get(step)
+            if end is not None:
+                for agent, snap in end.players.items():
+                    if snap.status == "alive":
+                        sp.players[agent] = [Pose(tick=end.tick, pos=snap.pos)]
         g.poses[step] = sp
     return g
 
@@ -327,15 +303,7 @@ def start_positions(game: Game, step: int) -> Positions | None:
 def round_first_steps(game: Game) -> set[int]:
     """The free-roam steps that begin a round: the game's first, and the first after each
     meeting (everyone leaves the spawn or the meeting table together)."""
-    out: set[int] = set()
-    fresh = True
-    for step in game.steps:
-        if game.step_phase[step] != "free_roam":
-            fresh = True
-        elif fresh:
-            out.add(step)
-            fresh = False
-    return out
+    return game.index.round_first_steps()
 
 
 def seen_by(vis: Visibility, agent: str) -> list[str]:
@@ -375,15 +343,15 @@ class GameFacts:
 
 
 def arm_label(setup: GameSetup) -> str:
-    """A name of a configuration from the record alone: each side's model and ARIA axes
-    and a hash of the rules, so games of one configuration share it and arms that differ
-    in anything the record names (an axis, a model, a rule) never do."""
-    axes = setup.axes
+    """A name of a configuration from the record alone: each side's model, the values of
+    the ablation axes its kind declared (`SideFacts.axes`, in their order; `?` for one
+    without a value) and a hash of the rules, so games of one configuration share it and
+    arms that differ in anything the record names (an axis, a model, a rule) never do."""
     parts = []
     for side in ("impostor", "crew"):
         s = setup.impostor if side == "impostor" else setup.crew
         short = "imp" if side == "impostor" else "crew"
-        values = [axes.get(f"{side}.{a}", "") for a in IMPOSTOR_AXES]
+        values = [s.axes.get(a, "") for a in s.facts.axes]
         label = (
             f"{short}={s.backend}"
             if s.agent in ("aria", s.backend)

@@ -7,10 +7,12 @@ detects poorly is never averaged into the middle.
 
 What a player type is (`PlayedSide`, `type_labels`):
 
-- an ARIA side: its model, with the ARIA settings that vary anywhere in the data
-  (the harness `profile` first, then the five axes, then any other setting),
-  e.g. `gpt-4.1-mini[memory=window,planning=hierarchical]`; settings that never vary
-  are left out of every label;
+- an ARIA side: its model, with the settings that vary anywhere in the data (the
+  side's `profile` first, then the ablation axes its kind declared, then any other
+  setting), e.g. `gpt-4.1-mini[memory=window,planning=hierarchical]`; settings that
+  never vary are left out of every label. A side is read from the facts its agent kind
+  declared in `game_start.sides` (`controller.vocabulary.SideFacts`), never from its
+  kind's arguments;
 - `scripted`: the scripted ruler, the fixed reference opponent;
 - `human:<name>`: a side with a person's seat (the name the person gave, when the
   record holds one, else `human`). A person usually sits at one seat beside agents of
@@ -51,8 +53,9 @@ import numpy as np
 import pandas as pd
 
 from controller.events import LogVersionError
-from controller.record import ARIA_AXES, RecordError, has_log, read_log
+from controller.record import RecordError, has_log, read_log
 from controller.stats import Interval, rate_interval, wilson
+from controller.vocabulary import SideFacts
 
 Role = Literal["impostor", "crew"]
 
@@ -124,11 +127,14 @@ class PlayedSide:
     backend: str
     """The side's backend address (the kind's name for agents without a model)."""
     settings: tuple[tuple[str, str], ...] = ()
-    """The side's ARIA settings (profile, axes, knobs) as text, sorted by name."""
+    """The side's settings (profile, axes, knobs) as text, sorted by name."""
     humans: tuple[str, ...] = ()
     """The names of the person seats on the side (`human` for an unnamed one)."""
     mixed: bool = False
     """A person's seat among seats played by agents."""
+    axes: tuple[str, ...] = ()
+    """Which of `settings` are the side's ablation axes, in the order its kind declared
+    them (`SideFacts.axes`): a label names them after the profile."""
 
 
 def _settings(spec: dict[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -155,20 +161,38 @@ def _human_name(seat: str, start: dict[str, Any]) -> str:
 
 
 def sides_from_start(start: dict[str, Any]) -> tuple[PlayedSide, PlayedSide]:
-    """(impostor side, crew side) of a `game_start` event read as JSON."""
-    from controller.record import Side
+    """(impostor side, crew side) of a `game_start` event read as JSON (`read_start`):
+    each side from the facts its agent kind declared (`sides`).
 
-    config = start.get("config") or {}
+    Raises:
+        ValueError: The event holds no declared facts for a side (not a `game_start`
+            read through `controller.record`, which derives an older log's).
+    """
+    declared = start.get("sides") or {}
     specs = start.get("agent_specs") or {}
     roles = start.get("roles") or {}
     out = []
     for name, role in (("impostor", "impostor"), ("crew", "crewmate")):
-        side = Side.from_config(config.get(name))
+        if name not in declared:
+            raise ValueError(
+                f"game_start holds no declared facts for the {name} side (`sides`); read "
+                "it with `read_start`, which brings an older log's to the current version"
+            )
+        facts = SideFacts.model_validate(declared[name])
         seats = [s for s in start.get("agents") or [] if roles.get(s) == role]
-        kinds = {s: str((specs.get(s) or {}).get("kind") or side.agent) for s in seats}
+        kinds = {s: str((specs.get(s) or {}).get("kind") or facts.kind) for s in seats}
         humans = tuple(sorted({_human_name(s, start) for s in seats if kinds[s] == HUMAN}))
         mixed = bool(humans) and any(k != HUMAN for k in kinds.values())
-        out.append(PlayedSide(side.agent, side.backend, _settings(side.spec), humans, mixed))
+        out.append(
+            PlayedSide(
+                facts.kind,
+                facts.backend,
+                _settings(facts.settings),
+                humans,
+                mixed,
+                tuple(facts.axes),
+            )
+        )
     return out[0], out[1]
 
 
@@ -190,12 +214,17 @@ def sides_from_row(
     row: pd.Series, seats: pd.DataFrame | None = None
 ) -> tuple[PlayedSide, PlayedSide]:
     """(impostor side, crew side) from a `results/games.parquet` row alone, for a game
-    whose run folder is gone: the ARIA axes only (no profile), person seats from
-    `seats.parquet` (unnamed)."""
+    whose run folder is gone: the side's ablation axes only (its `<side>.<axis>`
+    columns; no profile), person seats from `seats.parquet` (unnamed)."""
     out = []
     for name, role in (("impostor", "impostor"), ("crew", "crewmate")):
-        spec = {a: row.get(f"{name}.{a}") for a in ARIA_AXES}
-        settings = tuple(sorted((k, str(v)) for k, v in spec.items() if _present(v)))
+        prefix = f"{name}."
+        spec = {
+            str(k)[len(prefix) :]: v
+            for k, v in row.items()
+            if str(k).startswith(prefix) and _present(v)
+        }
+        settings = tuple(sorted((k, str(v)) for k, v in spec.items()))
         humans: tuple[str, ...] = ()
         mixed = False
         if seats is not None and len(seats):
@@ -206,7 +235,7 @@ def sides_from_row(
                 mixed = bool((kinds != HUMAN).any())
         agent = str(row.get(f"{name}_agent") or "unknown")
         backend = str(row.get(f"{name}_model") or agent)
-        out.append(PlayedSide(agent, backend, settings, humans, mixed))
+        out.append(PlayedSide(agent, backend, settings, humans, mixed, tuple(spec)))
     return out[0], out[1]
 
 
@@ -224,9 +253,10 @@ def _model_name(backend: str) -> str:
 
 
 def type_labels(sides: Sequence[PlayedSide]) -> list[str]:
-    """The player type of each side (see the module), with the ARIA settings that vary
-    across the ARIA sides given; a model's full address where two backends share a
-    model name."""
+    """The player type of each side (see the module), with the settings that vary
+    across the ARIA sides given (the profile, then the axes in the order the sides
+    declared them, then the rest by name); a model's full address where two backends
+    share a model name."""
     aria = [s for s in sides if s.agent == "aria" and not s.humans]
     values: dict[str, set[str]] = {}
     for s in aria:
@@ -234,9 +264,8 @@ def type_labels(sides: Sequence[PlayedSide]) -> list[str]:
             values.setdefault(key, set()).add(value)
     keys = {k for k, v in values.items() if len(v) > 1}
     keys |= {k for k in values if any(k not in dict(s.settings) for s in aria)}
-    order = [k for k in ("profile", *ARIA_AXES) if k in keys] + sorted(
-        keys - {"profile", *ARIA_AXES}
-    )
+    first = ["profile", *dict.fromkeys(a for s in aria for a in s.axes if a != "profile")]
+    order = [k for k in first if k in keys] + sorted(keys - set(first))
     short: dict[str, set[str]] = {}
     for s in sides:
         short.setdefault(_model_name(s.backend), set()).add(s.backend)

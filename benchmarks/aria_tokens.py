@@ -200,7 +200,7 @@ def tally_run(run: Path, tally: Tally, sides: dict[str, Tally] | None = None) ->
         for t in targets:
             t.decisions += 1
         for call in d.calls:
-            sent = call.get("sent") or {}
+            sent = call.sent.model_dump() if call.sent is not None else {}
             texts_sent = [
                 _read(run, sent.get(k), texts)
                 for k in ("prefix_sha256", "system_sha256", "user_sha256")
@@ -236,11 +236,11 @@ def tally_run(run: Path, tally: Tally, sides: dict[str, Tally] | None = None) ->
             seen_anthropic.add(psha)
             for t in targets:
                 t.calls += 1
-                t.by_purpose[call["purpose"]] += 1
+                t.by_purpose[call.purpose] += 1
                 for m in MODELS:
                     t.text_in[m] += size[m]
                 t.images += 1 if sent.get("image_sha256") else 0
-                t.out += int(call.get("tokens_out", 0))
+                t.out += call.tokens_out
                 for m in MODELS:
                     t.cacheable[m] += cached[m]
     tally.steps += steps + 1

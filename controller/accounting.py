@@ -78,10 +78,10 @@ def counts_from_events(events: Iterable[EventBase]) -> dict[str, int]:
                 c["invalid_decisions"] += 1
             for call in ev.calls:
                 c["model_calls"] += 1
-                c["tokens_in"] += int(call.get("tokens_in", 0) or 0)
-                c["tokens_out"] += int(call.get("tokens_out", 0) or 0)
-                c["tokens_cached"] += int(call.get("tokens_cached", 0) or 0)
-                if call.get("error_class"):
+                c["tokens_in"] += call.tokens_in
+                c["tokens_out"] += call.tokens_out
+                c["tokens_cached"] += call.tokens_cached
+                if call.error_class:
                     c["failed_calls"] += 1
         elif isinstance(ev, Continuation):
             c["continuations"] += 1
@@ -129,9 +129,9 @@ def cost_from_events(events: Iterable[EventBase]) -> float | None:
     for ev in events:
         if isinstance(ev, Decision):
             for call in ev.calls:
-                if "cost_usd" in call and call["cost_usd"] is None:
+                if call.cost_usd is None:
                     return None
-                total += float(call.get("cost_usd", 0.0) or 0.0)
+                total += call.cost_usd
     return round(total, 6)
 
 

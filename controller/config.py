@@ -7,6 +7,8 @@ object is written in full into every run record.
 
 from __future__ import annotations
 
+import copy
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -177,9 +179,16 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def preset_dict(name: str) -> dict[str, Any]:
-    """Load a built-in preset as a plain dict."""
+    """Load a built-in preset as a plain dict (a private copy: the caller may change it)."""
     if name not in PRESETS:
         raise ConfigError(f"preset={name!r} is unknown; choose one of {', '.join(PRESETS)}")
+    return copy.deepcopy(_preset_data(name))
+
+
+@functools.cache
+def _preset_data(name: str) -> dict[str, Any]:
+    """A built-in preset's file, parsed once per process (a study expands hundreds of
+    configurations from one preset); shared, so `preset_dict` hands out copies."""
     text = resources.files("controller").joinpath(f"presets/{name}.yaml").read_text()
     data = yaml.safe_load(text) or {}
     data["preset"] = name

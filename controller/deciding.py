@@ -16,10 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.actions import _Action, dump_actions
 from controller.agents.base import AgentDecision, InfrastructureFailure
 from controller.engine import Engine
 from controller.events import Continuation, Decision, ErrorKind, FrameRef, StepPhase
-from controller.programs import Program, ProgramError, Say, parse_program, validate_program
+from controller.programs import (
+    Program,
+    ProgramError,
+    Say,
+    parse_program,
+    typed_program,
+    validate_program,
+)
 from controller.session import Session
 from controller.worlds.base import Frame
 from world.geometry import ShipGeometry
@@ -140,13 +148,15 @@ def accept(
             return _continue(session, agent, answer, validate)
     if answer.decision is not None and not answer.error:
         try:
-            program = parse_program(answer.decision.program)
+            program = _read(answer.decision)
             validate(program, agent, e, session.geometry)
             if e.phase == "meeting" and sum(isinstance(a, Say) for a in program.actions) > 1:
                 raise ProgramError("at most one say per meeting turn")
         except ProgramError as exc:
-            # a program carrying out the harness's own pick is the harness's fault
-            kind: ErrorKind = "harness" if answer.decision.harness_built else "rules"
+            # a program carrying out the harness's own pick, or actions the harness built
+            # around their own checks, is the harness's fault
+            built = answer.decision.harness_built or isinstance(exc, _Mistyped)
+            kind: ErrorKind = "harness" if built else "rules"
             answer = Answer(answer.decision, answer.latency_ms, str(exc), kind, answer.frame)
             program = None
     phase: StepPhase = "meeting" if e.phase == "meeting" else "free_roam"
@@ -162,16 +172,17 @@ def _continue(
     assert d is not None
     program: Program | None = None
     try:
-        program = parse_program(d.program)
+        program = _read(d)
         validate(program, agent, session.engine, session.geometry)
     except ProgramError as exc:
-        answer = Answer(d, answer.latency_ms, str(exc), "rules", answer.frame)
+        kind: ErrorKind = "harness" if isinstance(exc, _Mistyped) else "rules"
+        answer = Answer(d, answer.latency_ms, str(exc), kind, answer.frame)
         program = None
     session.emit(
         Continuation(
             agent=agent,
             module=d.module,
-            program=d.program,
+            program=_logged(d.program),
             decision_step=d.continued_from,
             running=d.reasoning,
             valid=not answer.error,
@@ -184,6 +195,35 @@ def _continue(
     return program, answer
 
 
+class _Mistyped(ProgramError):
+    """An agent's typed actions fail their own types: built around the checks
+    (`model_construct`) or broken afterwards, a bug of the agent's code."""
+
+
+def _read(decision: AgentDecision) -> Program:
+    """A decision's program: its typed actions validated again, or (a list of action
+    dicts from outside the project) parsed as untrusted data.
+
+    Raises:
+        ProgramError: the data is no program (whoever wrote it broke a rule), or
+            `_Mistyped` when the typed actions fail their own types.
+    """
+    data: object = decision.program
+    try:
+        typed = typed_program(list(decision.program)) if isinstance(data, list) else None
+    except ProgramError as exc:
+        raise _Mistyped(str(exc)) from exc
+    return typed if typed is not None else parse_program(data)
+
+
+def _logged(program: object) -> object:
+    """A decision's program as the log keeps it: typed actions as their builder gave
+    them (`dump_actions`), anything else as it came."""
+    if isinstance(program, list) and all(isinstance(a, _Action) for a in program):
+        return dump_actions(program)
+    return program
+
+
 def log_decision(
     session: Session, agent: str, phase: StepPhase, answer: Answer, module: str = ""
 ) -> None:
@@ -194,7 +234,7 @@ def log_decision(
             agent=agent,
             phase=phase,
             module=d.module or module,
-            program=d.program,
+            program=_logged(d.program),
             vote=d.vote,
             valid=not answer.error,
             error=answer.error,

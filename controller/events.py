@@ -18,9 +18,13 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-SCHEMA_VERSION = 2
-"""The log's schema version. Readers accept any log of the same major version (fields
-they do not know are ignored) and refuse a newer one."""
+from controller.upgrade import upgrade_event
+from controller.vocabulary import ModelCall, SideFacts
+
+SCHEMA_VERSION = 3
+"""The log's schema version. A line of this version is validated as it is (a key the
+schema does not know is an error); a line of an older version is first brought to this
+one by its upgraders (`controller.upgrade.EVENT_UPGRADES`); a newer one is refused."""
 
 Vec3 = tuple[float, float, float]
 Role = Literal["crewmate", "impostor"]
@@ -30,7 +34,7 @@ Status = Literal["alive", "dead", "ejected"]
 class EventBase(BaseModel):
     """Fields every event carries."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     v: int = SCHEMA_VERSION
     game_id: str = ""
@@ -51,6 +55,12 @@ class GameStart(EventBase):
     preset: str
     config: dict[str, Any]
     agent_specs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    sides: dict[str, SideFacts]
+    """`crew` and `impostor` -> the facts the side's agent kind declared (kind, model,
+    profile, every resolved setting; `controller.players.declared_sides`). Required: a
+    current-version `game_start` without them is refused. Readers take a side from here,
+    never from its kind's arguments in `config` (older logs: derived by
+    `controller.upgrade`)."""
     map_spec: dict[str, Any] = Field(default_factory=dict)
     """The whole map spec as played (so editing a map file never changes an old replay)."""
     map_sha256: str = ""
@@ -88,7 +98,7 @@ class StepStart(EventBase):
 class PlayerSnapshot(BaseModel):
     """One player's ground truth at the end of a step."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     pos: Vec3
     yaw: float
@@ -155,7 +165,7 @@ ErrorKind = Literal["", "rules", "model", "infrastructure", "harness"]
 class FrameRef(BaseModel):
     """A frame file in the run folder and its content hash."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
     """Relative to the run folder, e.g. `frames/0007/red.jpg`."""
@@ -196,7 +206,7 @@ class Decision(EventBase):
     """Where `error` came from: the rules refused the program, the model's answer was
     unusable, the infrastructure failed after retries, or the harness (agent code)
     raised."""
-    calls: list[dict[str, Any]] = Field(default_factory=list)
+    calls: list[ModelCall] = Field(default_factory=list)
     """Model calls behind the decision: purpose, prompt refs (style/name@hash), model,
     raw output, parsed answer, tokens in/out/cached, latency, cost, attempts, error class."""
     spec: dict[str, Any] = Field(default_factory=dict)
@@ -546,9 +556,10 @@ def iter_events(path: str | Path) -> Iterator[Event]:
     """Read a log back as typed events.
 
     A truncated last line (a crash mid-write) is skipped; any other bad line raises.
-    Fields this reader does not know are ignored, and so are events of a kind it
-    does not know (both come from a newer minor revision of the same schema); a
-    log of a newer schema version raises `LogVersionError`.
+    A line of an older version is upgraded first (`controller.upgrade`); a field or a
+    kind this version does not know is an error; a log of a newer schema version raises
+    `LogVersionError`. (`controller.record.iter_log` is the reader that names the file
+    and line of a fault; this one is for a log known to be whole.)
     """
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     for i, line in enumerate(lines):
@@ -566,9 +577,7 @@ def iter_events(path: str | Path) -> Iterator[Event]:
                 f"{path}: line {i + 1} has schema version {v}, newer than this reader's "
                 f"{SCHEMA_VERSION}; upgrade mineamongus to read it"
             )
-        if data.get("kind") not in KNOWN_KINDS:
-            continue
-        yield EVENT_ADAPTER.validate_python(data)
+        yield EVENT_ADAPTER.validate_python(upgrade_event(data))
 
 
 def read_events(path: str | Path) -> list[Event]:

@@ -29,8 +29,10 @@ from controller.freeroam import free_roam_step
 from controller.meeting import meeting
 from controller.observe import Observer
 from controller.perception import Perception
+from controller.players import declared_sides
 from controller.session import GameInvalid, Progress, Session, StepTiming
 from controller.versions import python_versions, source_revision
+from controller.vocabulary import RunSummary, TaskTally
 from controller.worlds.base import Seat, World, WorldFault
 from world.builder import build_blocks
 from world.geometry import ShipGeometry
@@ -199,6 +201,7 @@ class Game:
                 preset=self.config.preset,
                 config=self.config.model_dump(mode="json"),
                 agent_specs={a: ag.describe() for a, ag in self.agents.items()},
+                sides=declared_sides(self.config),
                 map_spec=spec,
                 map_sha256=digest,
                 source_revision=source_revision(),
@@ -254,28 +257,28 @@ class Game:
     def _write_summary(self, end: GameEnd, started: float) -> GameResult:
         e = self.engine
         tally = e.task_progress()
-        summary: dict[str, Any] = {
-            "version": 2,
-            "game_id": self.game_id,
-            "status": end.status,
-            "reason": end.reason,
-            "flags": list(end.flags),
-            "winner": end.winner,
-            "ending": end.ending,
-            "steps": e.step,
-            "ticks": e.tick,
-            "seed": self.config.seed,
-            "roles": e.roles(),
-            "final_status": {a: p.status for a, p in e.players.items()},
-            "tasks": {"done": tally.done, "total": tally.total},
-            "resumable": self.resumable,
-            "counts": counts_from_events(self.log.events),
-            "cost_usd": cost_from_events(self.log.events),
-            "wall_seconds": round(time.monotonic() - started, 3),
-            "config": self.config.model_dump(mode="json"),
-            "agents": {a: ag.describe() for a, ag in self.agents.items()},
-            "versions": self.versions,
-        }
+        # Built through the record's model, so a misspelt field fails here, not in a reader.
+        summary = RunSummary(
+            game_id=self.game_id,
+            status=end.status,
+            reason=end.reason,
+            flags=list(end.flags),
+            winner=end.winner,
+            ending=end.ending,
+            steps=e.step,
+            ticks=e.tick,
+            seed=self.config.seed,
+            roles=dict(e.roles()),
+            final_status={a: p.status for a, p in e.players.items()},
+            tasks=TaskTally(done=tally.done, total=tally.total),
+            resumable=self.resumable,
+            counts=counts_from_events(self.log.events),
+            cost_usd=cost_from_events(self.log.events),
+            wall_seconds=round(time.monotonic() - started, 3),
+            config=self.config.model_dump(mode="json"),
+            agents={a: ag.describe() for a, ag in self.agents.items()},
+            versions=self.versions,
+        ).model_dump(mode="json")
         path = self.out_dir / "summary.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from controller.agents.base import Agent
-from controller.agents.registry import SideContext, SideFactory, get_kind
+from controller.agents.registry import SideContext, SideFactory, get_kind, side_facts
 from controller.config import GameConfig
 from controller.events import Role
+from controller.vocabulary import SideFacts, flat_settings
 from world.geometry import ShipGeometry
 
 
@@ -30,6 +31,34 @@ def check_sides(config: GameConfig) -> None:
     for colour, seat in config.seats.items():
         kind = get_kind(seat.agent, f"seats.{colour}.agent")
         kind.check(kind.parse_args(seat.args), f"seats.{colour}")
+
+
+def declared_sides(config: GameConfig) -> dict[str, SideFacts]:
+    """`crew` and `impostor` -> the facts each side's agent kind declares (its `facts`,
+    and the names of its ablation axes: the kind's `axes` attribute, if it has one), for
+    `game_start.sides`. Readers take a side from these, never from its arguments.
+
+    Raises:
+        AgentKindError: Unknown kind or bad args (naming the field).
+    """
+    out: dict[str, SideFacts] = {}
+    for name in ("crew", "impostor"):
+        side = getattr(config, name)
+        facts = side_facts(side.agent, side.args, name)
+        settings = flat_settings(facts.axes)
+        profile = settings.get("profile")
+        axes = getattr(get_kind(side.agent, f"{name}.agent"), "axes", ())
+        out[name] = SideFacts(
+            kind=side.agent,
+            backend=facts.backend,
+            model=facts.model,
+            billed=facts.billed,
+            text_only=facts.text_only,
+            profile=str(profile) if profile is not None else None,
+            settings=settings,
+            axes=[str(a) for a in axes],
+        )
+    return out
 
 
 def agent_factory(

@@ -9,15 +9,31 @@ coordinates (`controller.protocol`). Nothing an agent says is ever run as code.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import ValidationError
 
+from controller.actions import _ACTIONS as _ACTIONS
+from controller.actions import MAX_ACTIONS as MAX_ACTIONS
+from controller.actions import MAX_WAIT_TICKS as MAX_WAIT_TICKS
+from controller.actions import Action as Action
+from controller.actions import AnyAction as AnyAction
+from controller.actions import Follow as Follow
+from controller.actions import GoTo as GoTo
+from controller.actions import KillTarget as KillTarget
+from controller.actions import Look as Look
+from controller.actions import PressButton as PressButton
+from controller.actions import Program as Program
+from controller.actions import ReportBody as ReportBody
+from controller.actions import Say as Say
+from controller.actions import StrikeGuard as StrikeGuard
+from controller.actions import UseStation as UseStation
+from controller.actions import Wait as Wait
+from controller.actions import _Action
 from controller.engine import Engine
 from controller.protocol import (
     ApproachStep,
     ChatStep,
-    ChatText,
     FollowStep,
     GotoStep,
     LookStep,
@@ -25,136 +41,11 @@ from controller.protocol import (
     LowStep,
     MarkStep,
     TurnStep,
-    Vec3,
     WaitStep,
 )
 from world.geometry import ShipGeometry, yaw_towards
 
-MAX_ACTIONS = 8
-StrikeGuard = Literal["none", "sight", "around"]
-"""How a strike re-checks for witnesses at its tick (see `KillTarget.guard`)."""
-MAX_WAIT_TICKS = 1200
 TASK_MARGIN_TICKS = 2
-
-
-class _Action(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class GoTo(_Action):
-    """Walk to a room, a station or a position (exactly one of them)."""
-
-    op: Literal["go_to"] = "go_to"
-    room: str | None = None
-    station: int | None = None
-    pos: Vec3 | None = None
-
-    @model_validator(mode="after")
-    def _one_target(self) -> GoTo:
-        given = [x for x in (self.room, self.station, self.pos) if x is not None]
-        if len(given) != 1:
-            raise ValueError("go_to needs exactly one of room, station, pos")
-        return self
-
-
-class Follow(_Action):
-    """Follow a player at a distance for a number of ticks."""
-
-    op: Literal["follow"] = "follow"
-    agent: str
-    distance: float = Field(default=3.0, gt=0, le=16)
-    ticks: int = Field(default=100, ge=1, le=MAX_WAIT_TICKS)
-
-
-class Look(_Action):
-    """Turn to an absolute yaw and pitch (degrees), or look behind (`behind=True`)."""
-
-    op: Literal["look"] = "look"
-    yaw: float | None = None
-    pitch: float = Field(default=0.0, ge=-90, le=90)
-    behind: bool = False
-
-    @model_validator(mode="after")
-    def _one_way(self) -> Look:
-        if self.behind == (self.yaw is not None):
-            raise ValueError("look needs either yaw or behind=true")
-        return self
-
-
-class UseStation(_Action):
-    """Go to a task station and stand at it for the task time."""
-
-    op: Literal["use_station"] = "use_station"
-    station: int
-
-
-class PressButton(_Action):
-    """Go to the emergency button and press it."""
-
-    op: Literal["press_button"] = "press_button"
-
-
-class ReportBody(_Action):
-    """Go to a body and report it."""
-
-    op: Literal["report"] = "report"
-    body: str
-
-
-class KillTarget(_Action):
-    """Close in on a player and strike, within a bounded distance.
-
-    The approach is leashed: it gives up (the program fails with a reason saying so)
-    once the target is farther than the leash from where the approach began, so a
-    strike never lands far from the place the agent judged safe. The leash is
-    `max_distance` when given, capped by the rules' `kill_defer_distance`.
-    """
-
-    op: Literal["kill"] = "kill"
-    target: str
-    max_distance: float | None = Field(default=None, gt=0)
-    """Blocks from the approach's start beyond which the target is let go."""
-    guard: StrikeGuard = "none"
-    """Re-check for witnesses at the strike's own tick, from the killer's own perception
-    at that tick: `sight` withholds the strike if any other living crewmate is in the
-    killer's field of view (what its camera shows), `around` also if one is within
-    sight range all around it (what a privileged state view knows); `none` strikes
-    regardless. A withheld strike ends the program `cancelled` with reason
-    `strike withheld: witness ...`, and no kill is attempted."""
-
-
-class Say(_Action):
-    """Say one line in a meeting.
-
-    The line is normalised and checked by the rule the bots apply too
-    (`world.chat.check_chat`): a newline becomes a space and is spoken; a line the
-    server would refuse is refused here, before dispatch, with the rule it breaks.
-    """
-
-    op: Literal["say"] = "say"
-    text: ChatText
-
-
-class Wait(_Action):
-    """Stand still for a number of ticks."""
-
-    op: Literal["wait"] = "wait"
-    ticks: int = Field(ge=0, le=MAX_WAIT_TICKS)
-
-
-Action = Annotated[
-    GoTo | Follow | Look | UseStation | PressButton | ReportBody | KillTarget | Say | Wait,
-    Field(discriminator="op"),
-]
-_ACTIONS: TypeAdapter[list[Action]] = TypeAdapter(list[Action])
-
-
-class Program(BaseModel):
-    """A list of actions for one bot in one step."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    actions: list[Action] = Field(default_factory=list, max_length=MAX_ACTIONS)
 
 
 class ProgramError(ValueError):
@@ -179,6 +70,30 @@ def parse_program(data: Any) -> Program:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         raise ProgramError(f"action {where}: {err['msg']}") from exc
+
+
+def typed_program(actions: list[Any]) -> Program | None:
+    """The Program of a list of typed actions, each validated again; None when the list
+    holds anything else (untrusted data, for `parse_program`).
+
+    A builder's actions are values it made itself, so one that fails here was built
+    around the checks (`model_construct`) or broken afterwards: a harness bug.
+
+    Raises:
+        ProgramError: naming the bad action and field.
+    """
+    if not all(isinstance(a, _Action) for a in actions):
+        return None
+    if len(actions) > MAX_ACTIONS:
+        raise ProgramError(f"a program has at most {MAX_ACTIONS} actions, got {len(actions)}")
+    try:
+        return Program(actions=actions)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"][1:])
+        raise ProgramError(f"action {where}: {err['msg']}") from exc
+    except AttributeError as exc:  # a field model_construct never set
+        raise ProgramError(f"an action lacks a field: {exc}") from exc
 
 
 def validate_program(program: Program, agent: str, engine: Engine, geometry: ShipGeometry) -> None:

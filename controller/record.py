@@ -3,16 +3,21 @@
 A game writes its record with `controller.events.EventLog` (the writer) and
 `summary.json`; everything that reads a finished or running game goes through here:
 
-- `RunRecord.read(folder)`: the typed events, the typed set-up (`GameSetup`: each side's
-  agent kind, backend, model and every ARIA axis; each seat's agent), the typed
-  `summary.json` (`RunSummary`) and the sha256 of the log as stored.
+- `RunRecord.read(folder)`: the typed events, the typed set-up (`GameSetup`: each side
+  as its agent kind declared it in `game_start.sides`, with its ablation axes; each seat's
+  agent), the typed `summary.json` (`RunSummary`) and the sha256 of the log as stored.
 - `read_log(path, kinds=...)`: the typed events alone (optionally only some kinds, which
   skips e.g. the large `trace` lines undecoded).
-- `calls_of(decision)`: a decision's model calls as typed `CallRecord`s.
+- `calls_of(decision)`: a decision's model calls (`ModelCall`s, as the log holds them).
 - `LogFollower`: the lines a growing log gained since the last look (the viewer).
 - `log_progress(path)`: the latest step and whether the game ended, from the log's tail.
 - `find_runs(paths)`, `log_path(run)`: where run folders and their logs are;
   `finished_runs(paths)`: those whose game finished (the unfinished are named).
+
+The record's types are `controller.vocabulary`'s (events: `controller.events`); a line or
+summary of the current version with a key they do not know is refused naming the key,
+and one of an older version is first brought to the current one by the upgraders of
+`controller.upgrade`.
 
 Facts the rules decide (who is out of play and when, when a kill is ready) are read
 from the events the engine logged (`kill`, `eject`, `kill_ready`), never re-derived
@@ -28,9 +33,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from controller.events import (
     EVENT_ADAPTER,
@@ -45,6 +51,8 @@ from controller.events import (
     LogVersionError,
 )
 from controller.readiness import kill_readiness
+from controller.upgrade import side_facts_from_config, upgrade_event, upgrade_summary
+from controller.vocabulary import SUMMARY_VERSION, ModelCall, RunSummary, SideFacts, TaskTally
 
 if TYPE_CHECKING:
     from world.geometry import ShipGeometry
@@ -53,8 +61,6 @@ LOG_FILE = "events.jsonl"
 """The event log's file name inside a run folder."""
 SUMMARY_FILE = "summary.json"
 """The summary's file name inside a run folder."""
-ARIA_AXES = ("state", "memory", "planning", "reflection", "prompt")
-"""The five ARIA ablation axes (`harness_aria.spec.AXES`; a test keeps them equal)."""
 SIDES = ("crew", "impostor")
 
 E = TypeVar("E", bound=BaseModel)
@@ -207,8 +213,9 @@ def iter_log(path: str | Path, kinds: Iterable[str] | None = None) -> Iterator[E
     """The typed events of a log, in order.
 
     A truncated last line (a crash mid-write) is skipped; any other bad line raises.
-    Fields and kinds this reader does not know are ignored (a newer minor revision of
-    the same schema); a log of a newer schema version raises `LogVersionError`.
+    A line of an older version is upgraded first (`controller.upgrade`); a field or a
+    kind the current version does not know is refused (`RecordError` naming it, the
+    file and the line); a log of a newer schema version raises `LogVersionError`.
 
     Args:
         path: A run folder or its `events.jsonl`.
@@ -249,16 +256,41 @@ def iter_log(path: str | Path, kinds: Iterable[str] | None = None) -> Iterator[E
                 f"{SCHEMA_VERSION}; upgrade mineamongus to read it"
             )
         kind = data.get("kind")
-        if kind not in KNOWN_KINDS or (only is not None and kind not in only):
+        if only is not None and kind not in only:
             continue
-        try:
-            yield EVENT_ADAPTER.validate_python(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(x) for x in err["loc"][1:]) or "(event)"
+        if kind not in KNOWN_KINDS:
             raise RecordError(
-                file, f"a `{kind}` event whose {field} is wrong ({err['msg']})", _RESTORE, i + 1
+                file,
+                f"an event of unknown kind {kind!r} (schema version {v})",
+                "the log was edited or written by another program; " + _RESTORE,
+                i + 1,
+            )
+        try:
+            event = EVENT_ADAPTER.validate_python(upgrade_event(data))
+        except ValidationError as exc:
+            raise RecordError(
+                file, f"a `{kind}` event {_fault(exc.errors()[0], 1)}", _RESTORE, i + 1
             ) from exc
+        if isinstance(event, GameStart) and set(event.sides) != set(SIDES):
+            raise RecordError(
+                file,
+                f"a `game_start` event whose sides are {sorted(event.sides)} (schema version "
+                f"{SCHEMA_VERSION} records the facts of exactly `crew` and `impostor`)",
+                _RESTORE,
+                i + 1,
+            )
+        yield event
+
+
+def _fault(err: ErrorDetails, skip: int = 0) -> str:
+    """A validation error as words: an unknown key by name, else the field and why."""
+    loc = [str(x) for x in err["loc"][skip:]]
+    where = f" in {'.'.join(loc[:-1])}" if len(loc) > 1 else ""
+    if err["type"] == "extra_forbidden":
+        return f"with an unknown key `{loc[-1] if loc else '?'}`{where}"
+    if err["type"] == "missing":
+        return f"without the key `{loc[-1] if loc else '?'}`{where}"
+    return f"whose {'.'.join(loc) or '(event)'} is wrong ({err['msg']})"
 
 
 def _log_text(file: Path) -> str:
@@ -384,36 +416,36 @@ def log_progress(path: str | Path, tail_bytes: int = TAIL_BYTES) -> tuple[int | 
 
 
 # ---------------------------------------------------------------------- sides
-def _str_or_empty(v: Any) -> Any:
-    return "" if v is None else v
-
-
-def _zero_if_none(v: Any) -> Any:
-    return 0 if v is None else v
-
-
-Text = Annotated[str, BeforeValidator(_str_or_empty)]
-Count = Annotated[int, BeforeValidator(_zero_if_none)]
-
-
 class _Typed(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Side(_Typed):
-    """Who played one side, as the resolved config says: an agent kind and its args."""
+    """Who played one side: the facts its agent kind declared (`game_start.sides`)."""
 
-    agent: str
-    """The agent kind (`scripted`, `aria`, a plugin's), or `unknown` if not recorded."""
-    backend: str
-    """The model backend address (`openai:gpt-4.1-mini`, `fake`, ...); the kind's name
-    for agents without a model (`scripted`)."""
-    base_url: str | None = None
-    text_only: bool = False
-    spec: dict[str, Any] = Field(default_factory=dict)
-    """The ARIA spec (every axis and knob) as resolved; empty for other kinds."""
-    args: dict[str, Any] = Field(default_factory=dict)
-    """The kind's arguments as recorded."""
+    facts: SideFacts
+
+    @property
+    def agent(self) -> str:
+        """The agent kind (`scripted`, `aria`, a plugin's), or `unknown` if not recorded."""
+        return self.facts.kind
+
+    @property
+    def backend(self) -> str:
+        """The model backend address (`openai:gpt-4.1-mini`, `fake`, ...); the kind's name
+        for agents without a model (`scripted`)."""
+        return self.facts.backend
+
+    @property
+    def text_only(self) -> bool:
+        """Whether the side's model was sent no images."""
+        return self.facts.text_only
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """Every resolved setting of the side (for `aria`: its spec); empty for kinds
+        without settings."""
+        return dict(self.facts.settings)
 
     @property
     def model(self) -> str:
@@ -422,39 +454,17 @@ class Side(_Typed):
 
     @property
     def axes(self) -> dict[str, str]:
-        """The ARIA axes this side played with (empty for agents without them)."""
-        return {a: str(self.spec[a]) for a in ARIA_AXES if a in self.spec}
+        """The side's ablation axes and their values, as its kind named them (empty for
+        agents without them)."""
+        settings = self.facts.settings
+        return {a: str(settings[a]) for a in self.facts.axes if a in settings}
 
     @classmethod
     def from_config(cls, side: Any) -> Side:
-        """Read one side of a config: `{agent, args: {backend, spec, ...}}` (what games
-        write today) or the older `{backend, spec}` (read as the `aria` kind, or the
-        `scripted` kind for `backend: scripted`)."""
-        if not isinstance(side, dict) or not side:
-            return cls(agent="unknown", backend="unknown")
-        if "agent" not in side and "args" not in side:
-            legacy = {k: side[k] for k in ("backend", "base_url", "text_only", "spec") if k in side}
-            backend = legacy.get("backend")
-            if backend == "scripted":
-                side = {"agent": "scripted", "args": {}}
-            elif backend is not None:
-                side = {"agent": "aria", "args": legacy}
-            else:
-                return cls(agent="unknown", backend="unknown")
-        agent = str(side.get("agent") or "scripted")
-        args = side.get("args") or {}
-        if not isinstance(args, dict):
-            args = {}
-        backend = args.get("backend")
-        spec = args.get("spec") or {}
-        return cls(
-            agent=agent,
-            backend=str(backend) if backend else agent,
-            base_url=args.get("base_url"),
-            text_only=bool(args.get("text_only") or False),
-            spec=dict(spec) if isinstance(spec, dict) else {},
-            args=dict(args),
-        )
+        """A side of an older record's config (`{agent, args}` or the flat `{backend,
+        spec}`), read by the upgrader that knows those forms
+        (`controller.upgrade.side_facts_from_config`)."""
+        return cls(facts=side_facts_from_config(side))
 
 
 class SeatAgent(_Typed):
@@ -465,6 +475,8 @@ class SeatAgent(_Typed):
     """The backend address, or the kind's name for agents without a model."""
     vision: bool | None = None
     spec: dict[str, Any] = Field(default_factory=dict)
+    axes_of: tuple[str, ...] = ()
+    """The names of its side's ablation axes (`SideFacts.axes`)."""
 
     @property
     def model(self) -> str:
@@ -473,11 +485,11 @@ class SeatAgent(_Typed):
 
     @property
     def axes(self) -> dict[str, str]:
-        """The ARIA axes of this seat (empty for agents without them)."""
-        return {a: str(self.spec[a]) for a in ARIA_AXES if a in self.spec}
+        """The ablation axes of this seat (empty for agents without them)."""
+        return {a: str(self.spec[a]) for a in self.axes_of if a in self.spec}
 
     @classmethod
-    def from_description(cls, desc: Any) -> SeatAgent:
+    def from_description(cls, desc: Any, axes: Iterable[str] = ()) -> SeatAgent:
         """Read an `Agent.describe()` record (`{kind, backend, vision, spec}`)."""
         if not isinstance(desc, dict) or not desc:
             return cls(kind="unknown", backend="unknown")
@@ -489,13 +501,14 @@ class SeatAgent(_Typed):
             backend=str(backend) if backend else kind,
             vision=desc.get("vision"),
             spec=dict(spec) if isinstance(spec, dict) else {},
+            axes_of=tuple(axes),
         )
 
 
 class GameSetup(_Typed):
     """The `game_start` event with its sides and seats typed."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     event: GameStart
     crew: Side
@@ -539,16 +552,30 @@ class GameSetup(_Typed):
         return out
 
     @classmethod
-    def from_start(cls, start: GameStart, config: dict[str, Any] | None = None) -> GameSetup:
-        """Type a `game_start` (`config`: the summary's, for a start that has none)."""
-        cfg = start.config or config or {}
+    def from_start(cls, start: GameStart) -> GameSetup:
+        """Type a `game_start`: each side from the facts its kind declared (`sides`; an
+        older log's are derived when it is read, by `controller.upgrade`).
+
+        Raises:
+            ValueError: The start does not hold the facts of both sides.
+        """
+        missing = [name for name in SIDES if name not in start.sides]
+        if missing:
+            raise ValueError(
+                f"game_start holds no declared facts for {', '.join(missing)} "
+                "(`sides`: every current-version game_start records both)"
+            )
+        crew, impostor = Side(facts=start.sides["crew"]), Side(facts=start.sides["impostor"])
+
+        def seat(a: str) -> SeatAgent:
+            side = impostor if start.roles.get(a) == "impostor" else crew
+            return SeatAgent.from_description(start.agent_specs.get(a, {}), side.facts.axes)
+
         return cls(
             event=start,
-            crew=Side.from_config(cfg.get("crew")),
-            impostor=Side.from_config(cfg.get("impostor")),
-            seats={
-                a: SeatAgent.from_description(start.agent_specs.get(a, {})) for a in start.agents
-            },
+            crew=crew,
+            impostor=impostor,
+            seats={a: seat(a) for a in start.agents},
         )
 
 
@@ -572,58 +599,18 @@ def _geometry(spec_json: str, name: str) -> ShipGeometry | None:
 
 
 # ---------------------------------------------------------------------- calls
-class CallRecord(_Typed):
-    """One model call of a decision, as the harness logged it (`Decision.calls`)."""
-
-    purpose: Text = ""
-    prompts: list[str] = Field(default_factory=list)
-    """Template references (`style/name@hash`)."""
-    model: Text = ""
-    image: bool = False
-    sent: dict[str, Any] | None = None
-    raw: Text = ""
-    parsed: dict[str, Any] | None = None
-    parse_error: Text = ""
-    normalised: list[str] = Field(default_factory=list)
-    finish_reason: Text = ""
-    truncated: bool = False
-    settings: dict[str, Any] = Field(default_factory=dict)
-    tokens_in: Count = 0
-    tokens_out: Count = 0
-    tokens_cached: Count = 0
-    latency_ms: float = 0.0
-    cost_usd: float | None = 0.0
-    """None when the model has no known price: unknown, never $0 (a record without the
-    field is a call that cost nothing, e.g. the offline `fake` backend's)."""
-    attempts: Count = 0
-    error_class: Text = ""
-    error: Text = ""
-
-    @property
-    def failed(self) -> bool:
-        """The call failed (the backend gave up, or the answer was unusable)."""
-        return bool(self.error_class)
+CallRecord = ModelCall
+"""The name readers knew a model call by (`controller.vocabulary.ModelCall`)."""
 
 
-def calls_of(decision: Decision) -> list[CallRecord]:
-    """A decision's model calls, typed (a record that cannot be read is kept as a failed
-    call naming why, never dropped)."""
-    out = []
-    for raw in decision.calls:
-        try:
-            out.append(CallRecord.model_validate(raw))
-        except ValidationError as exc:
-            out.append(
-                CallRecord(
-                    error_class="unreadable_record",
-                    error=str(exc).splitlines()[0],
-                    cost_usd=None,
-                )
-            )
-    return out
+def calls_of(decision: Decision) -> list[ModelCall]:
+    """A decision's model calls, as the log holds them (typed when read; an older log's
+    call record that could not be read is a failed call naming why: see
+    `controller.upgrade`)."""
+    return list(decision.calls)
 
 
-def total_cost(calls: Iterable[CallRecord]) -> float | None:
+def total_cost(calls: Iterable[ModelCall]) -> float | None:
     """The cost of some calls: None as soon as one is unpriced (unknown, never a lower
     sum), as `controller.accounting.cost_from_events` counts a game."""
     total = 0.0
@@ -635,53 +622,52 @@ def total_cost(calls: Iterable[CallRecord]) -> float | None:
 
 
 # ---------------------------------------------------------------------- summary
-class TaskTally(_Typed):
-    """Real tasks done and assigned."""
+def load_summary(folder: str | Path) -> RunSummary | None:
+    """A run folder's `summary.json`, typed (an older version upgraded first); None when
+    the game wrote none.
 
-    done: int | None = None
-    total: int | None = None
-
-
-class RunSummary(_Typed):
-    """`summary.json`, typed (fields the game did not write keep their defaults)."""
-
-    version: int = 1
-    game_id: str = ""
-    status: str = "invalid"
-    reason: str = ""
-    flags: list[str] = Field(default_factory=list)
-    winner: str | None = None
-    """`crew`, `impostors`, or None (an invalid game)."""
-    ending: str | None = None
-    steps: int | None = None
-    ticks: int | None = None
-    seed: int | None = None
-    roles: dict[str, str] = Field(default_factory=dict)
-    final_status: dict[str, str] = Field(default_factory=dict)
-    tasks: TaskTally = TaskTally()
-    resumable: bool = False
-    counts: dict[str, int] = Field(default_factory=dict)
-    cost_usd: float | None = None
-    """None when any call's model had no price (or the summary predates the field)."""
-    wall_seconds: float | None = None
-    config: dict[str, Any] = Field(default_factory=dict)
-    agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    versions: dict[str, str] = Field(default_factory=dict)
+    Raises:
+        RecordError: The file is not JSON, or not a summary (a key this version does not
+            know, named; a field of the wrong type), or of a newer version.
+    """
+    path = Path(folder) / SUMMARY_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(path, f"not a readable summary ({exc})", _REBUILD) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(path, f"not a readable summary (not JSON: {exc.msg})", _REBUILD) from exc
+    if not isinstance(data, dict):
+        raise RecordError(path, f"not a readable summary (a JSON {type(data).__name__})", _REBUILD)
+    version = data.get("version", 1)
+    if isinstance(version, int) and version > SUMMARY_VERSION:
+        raise RecordError(
+            path,
+            f"summary version {version}, newer than this reader's {SUMMARY_VERSION}",
+            "upgrade mineamongus to read it",
+        )
+    try:
+        return RunSummary.model_validate(upgrade_summary(data))
+    except ValidationError as exc:
+        raise RecordError(
+            path, f"not a readable summary: one {_fault(exc.errors()[0])}", _REBUILD
+        ) from exc
 
 
 def read_summary(folder: str | Path) -> RunSummary | None:
-    """A run folder's `summary.json`, typed; None when it wrote none or it is unreadable."""
-    path = Path(folder) / SUMMARY_FILE
+    """A run folder's `summary.json`, typed; None when it wrote none or it is unreadable
+    (`load_summary` says why)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        return load_summary(folder)
+    except RecordError:
         return None
-    if not isinstance(data, dict):
-        return None
-    try:
-        return RunSummary.model_validate(data)
-    except ValidationError:
-        return None
+
+
+_REBUILD = "delete it and rebuild it by re-running the game; the log is the record"
 
 
 def _check_summary(
@@ -690,12 +676,6 @@ def _check_summary(
     """Refuse a `summary.json` that tells another game than the log does."""
     spath = folder / SUMMARY_FILE
     if summary is None:
-        if spath.is_file():
-            raise RecordError(
-                spath,
-                "not a readable summary (not JSON, or not the summary's fields)",
-                "delete it and rebuild it by re-running the game; the log is the record",
-            )
         return
     if end is None:
         raise RecordError(
@@ -775,7 +755,7 @@ class RunRecord:
             raise NotAGameLog(
                 path, "no game_start event; not a game log", "point the tool at a run folder"
             )
-        summary = read_summary(folder)
+        summary = load_summary(folder)
         end = next((e for e in reversed(events) if isinstance(e, GameEnd)), None)
         _check_summary(path, folder, end, summary)
         if end is None and not partial:
@@ -789,7 +769,7 @@ class RunRecord:
         return cls(
             folder=folder,
             events=events,
-            setup=GameSetup.from_start(start, summary.config if summary else None),
+            setup=GameSetup.from_start(start),
             end=end,
             summary=summary,
             content_sha256=content_sha256(path),
@@ -819,7 +799,7 @@ class RunRecord:
         """Every event of one type, in log order."""
         return [e for e in self.events if isinstance(e, cls)]
 
-    def calls(self) -> Iterator[tuple[Decision, CallRecord]]:
+    def calls(self) -> Iterator[tuple[Decision, ModelCall]]:
         """Every model call with its decision, in log order."""
         for d in self.of_kind(Decision):
             for c in calls_of(d):
@@ -872,12 +852,12 @@ class RunRecord:
 
 
 __all__ = [
-    "ARIA_AXES",
     "LOG_FILE",
     "SUMMARY_FILE",
     "CallRecord",
     "GameSetup",
     "LogFollower",
+    "ModelCall",
     "NotAGameLog",
     "PartialRecord",
     "RecordError",
@@ -885,6 +865,7 @@ __all__ = [
     "RunSummary",
     "SeatAgent",
     "Side",
+    "SideFacts",
     "StudyPlace",
     "TaskTally",
     "calls_of",
@@ -898,6 +879,7 @@ __all__ = [
     "log_progress",
     "read_log",
     "read_summary",
+    "load_summary",
     "study_place",
     "total_cost",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import subprocess
 from importlib import metadata
@@ -11,14 +12,21 @@ PYTHON_PACKAGES = ("mineamongus", "pydantic", "pyyaml", "numpy", "openai", "anth
 
 
 def python_versions() -> dict[str, str]:
-    """Python and the installed versions of the Python packages the project uses."""
-    out = {"python": platform.python_version()}
+    """Python and the installed versions of the Python packages the project uses (a
+    fresh dict each call; the look-up is made once per process)."""
+    return dict(_python_versions())
+
+
+@functools.cache
+def _python_versions() -> tuple[tuple[str, str], ...]:
+    """`python_versions`, read once: they cannot change under a running process."""
+    out = [("python", platform.python_version())]
     for name in PYTHON_PACKAGES:
         try:
-            out[f"py:{name}"] = metadata.version(name)
+            out.append((f"py:{name}", metadata.version(name)))
         except metadata.PackageNotFoundError:
             continue
-    return out
+    return tuple(out)
 
 
 def package_version() -> str:
@@ -36,9 +44,11 @@ def package_version() -> str:
         return "unknown"
 
 
+@functools.cache
 def source_revision() -> str:
     """`git describe` of the source tree this code runs from, or `unknown` outside a
-    checkout (an installed wheel)."""
+    checkout (an installed wheel). Asked once per process (a `git` subprocess): a
+    process that plays many games records the revision it started from."""
     root = Path(__file__).resolve().parent.parent
     if not (root / ".git").exists():
         return "unknown"

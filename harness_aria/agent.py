@@ -20,6 +20,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from controller.actions import (
+    AnyAction,
+    Follow,
+    GoTo,
+    KillTarget,
+    PressButton,
+    ReportBody,
+    UseStation,
+)
 from controller.agents.base import AgentDecision
 from controller.observation import ChatEntry, Observation, OwnAction
 from controller.views import Knowledge
@@ -64,7 +73,7 @@ class _Program:
     """The program this agent sent last, kept to see at the next step what it achieved."""
 
     module: str
-    actions: list[dict[str, Any]]
+    actions: list[AnyAction]
     step: int
     room: str
     kill_ready: bool
@@ -132,7 +141,7 @@ class AriaAgent:
         self.last_phase = "free_roam"
         self.last_program: _Program | None = None
         self.meeting_chat: list[ChatEntry] = []
-        self.last_free_actions: list[dict[str, Any]] = []
+        self.last_free_actions: list[AnyAction] = []
         """The actions of the agent's last free-roam program, for the modules' follow-ups."""
         self.last_view: _View | None = None
         """What the agent could see at its last free-roam observation: players and bodies
@@ -284,7 +293,7 @@ class AriaAgent:
             or last.step >= obs.step
         ):
             return ""
-        ops = {a.get("op") for a in last.actions}
+        ops = {a.op for a in last.actions}
         if not ops <= CONTINUABLE_OPS or not ops & {"go_to", "use_station"}:
             return ""
         ended = [a for a in obs.own_actions if a.kind == "program_ended"]
@@ -299,10 +308,10 @@ class AriaAgent:
         if obs.task_progress is not None:
             return f"task at station {obs.task_progress.station} in progress"
         for a in last.actions:
-            if a.get("op") == "use_station":
-                return f"walk to station {a.get('station')} not arrived"
-            if a.get("op") == "go_to":
-                return f"walk to {a.get('room')} not arrived"
+            if isinstance(a, UseStation):
+                return f"walk to station {a.station} not arrived"
+            if isinstance(a, GoTo):
+                return f"walk to {a.room} not arrived"
         return ""
 
     def _continuation(self, running: str) -> AgentDecision:
@@ -325,9 +334,9 @@ class AriaAgent:
         if self.spec.state != "ego" or result.invalid:
             return result
         unseen = [
-            str(a.get("agent"))
+            a.agent
             for a in result.actions
-            if a.get("op") == "follow" and a.get("agent") not in obs.visible_players
+            if isinstance(a, Follow) and a.agent not in obs.visible_players
         ]
         if not unseen:
             return result
@@ -342,9 +351,7 @@ class AriaAgent:
     def _memo(module: str, result: ModuleResult, impostor: bool) -> str:
         """What memory records of this decision: what was set in motion, not its outcome
         (a task may time out or be interrupted; the outcome arrives as an own action)."""
-        station = next(
-            (a.get("station") for a in result.actions if a.get("op") == "use_station"), None
-        )
+        station = next((a.station for a in result.actions if isinstance(a, UseStation)), None)
         if module == "MISSION" and station is not None and not result.invalid:
             aim = "fake a task" if impostor else "do my task"
             return f"set off to station {station} to {aim}"
@@ -377,11 +384,11 @@ class AriaAgent:
                     )
                 )
         for a in last.actions:
-            target = a.get("target")
+            if not isinstance(a, KillTarget):
+                continue
+            target = a.target
             if (
-                a.get("op") == "kill"
-                and isinstance(target, str)
-                and target in raw.known_dead
+                target in raw.known_dead
                 and target not in last.dead
                 and last.kill_ready
                 and not raw.kill_ready
@@ -426,17 +433,16 @@ class AriaAgent:
     def _aim_reached(self, last: _Program, obs: Observation) -> str:
         """What an impostor's last program set out to do and did ('' if it did not)."""
         for a in last.actions:
-            op = a.get("op")
-            if op == "follow" and isinstance(agent := a.get("agent"), str):
-                seen = obs.visible_players.get(agent)
+            if isinstance(a, Follow):
+                seen = obs.visible_players.get(a.agent)
                 if seen is not None and math.dist(obs.pos, seen) <= self.spec.kill_defer_distance:
-                    return f"caught up with {agent}"
-            elif op == "go_to" and a.get("room") == obs.room != last.room:
+                    return f"caught up with {a.agent}"
+            elif isinstance(a, GoTo) and a.room == obs.room != last.room:
                 return f"reached {obs.room}"
-            elif op == "use_station" and isinstance(station := a.get("station"), int):
-                if obs.room == self.geometry.station_room(station):
-                    return f"faked a task at station {station} in {obs.room}"
-            elif op in ("report", "press_button") and obs.phase == "meeting":
+            elif isinstance(a, UseStation):
+                if obs.room == self.geometry.station_room(a.station):
+                    return f"faked a task at station {a.station} in {obs.room}"
+            elif isinstance(a, ReportBody | PressButton) and obs.phase == "meeting":
                 return "called a meeting"
         return ""
 
@@ -462,7 +468,8 @@ class AriaAgent:
     def _decision(
         self, tk: Toolkit, module: str, result: ModuleResult, choice: Choice, view_text: str
     ) -> AgentDecision:
-        calls = [c.model_dump() for c in tk.calls]
+        # Copies: the decision's record is fixed here, whatever later touches the toolkit.
+        calls = [c.model_copy(deep=True) for c in tk.calls]
         infra = ""
         if result.invalid and tk.infrastructure_failed():
             infra = tk.calls[-1].error_class

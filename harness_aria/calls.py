@@ -43,9 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from controller.agents.base import InfrastructureFailure
+from controller.vocabulary import ModelCall, PromptRefs
 from harness_aria.backends.base import (
     Backend,
     BackendError,
@@ -336,64 +335,9 @@ def base_address(backend: Backend, url: str = "") -> str:
     return url or "the provider's default address"
 
 
-class PromptRefs(BaseModel):
-    """What was sent, by content hash (texts in `prompts/<sha256>.txt`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    prefix_sha256: str | None = None
-    """The shared prefix (first system message), if any."""
-    system_sha256: str | None = None
-    """The persona system text after the prefix, if any (ARIA sends none)."""
-    user_sha256: str
-    """The user text: the context (state view, skills, memory, plan), then the call's
-    question (the module's template)."""
-    image_sha256: str | None = None
-    """The JPEG sent with the user text (the frame of the decision), if any."""
-
-
-class CallRecord(BaseModel):
-    """Everything about one model call, for the event log."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    purpose: str
-    prompts: list[str]
-    """Template references (`style/name@hash`)."""
-    model: str
-    image: bool = False
-    sent: PromptRefs | None = None
-    """Hashes of the texts sent (read them in the run's `prompts/` folder)."""
-    raw: str = ""
-    parsed: dict[str, Any] | None = None
-    parse_error: str = ""
-    normalised: list[str] = Field(default_factory=list)
-    """Every liberty taken in reading the answer: JSON repairs (`json: trailing comma`) and
-    field normalisations (`room: 'Lower Engine' -> 'lower_engine'`)."""
-    finish_reason: str = ""
-    """The provider's finish/stop reason as sent (`stop`, `length`, `end_turn`, ...)."""
-    truncated: bool = False
-    """The answer was cut off at the token limit (`length` / `max_tokens`)."""
-    settings: dict[str, Any] = Field(default_factory=dict)
-    """The sampling settings actually sent (temperature, max_tokens, seed, ...); a setting
-    not sent is absent."""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    tokens_cached: int = 0
-    latency_ms: float = 0.0
-    cost_usd: float | None = 0.0
-    """None when the model has no price in the table (never a made-up 0)."""
-    attempts: int = 0
-    error_class: str = ""
-    """Set when the call failed: an infrastructure class (rate_limit, server, timeout,
-    connection, quota, auth) or a model one (other)."""
-    error: str = ""
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """The call returned a parseable JSON object."""
-        return self.parsed is not None
+CallRecord = ModelCall
+"""A model call's record: the record's one type (`controller.vocabulary.ModelCall`),
+built here and stored as it is in the `decision` event."""
 
 
 def extract_json(text: str) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from harness_aria.calls import CallSetup, HarnessedBackend, PromptStore
 from harness_aria.fake_answers import answer
 from harness_aria.modules.registry import check_extra_modules
 from harness_aria.prompts import shared_prefixes
-from harness_aria.spec import AblationError, AriaSpec, apply_ablations
+from harness_aria.spec import AXES, AblationError, AriaSpec, apply_ablations
 
 
 class AriaArgs(BaseModel):
@@ -154,6 +154,9 @@ class AriaKind:
     """`aria`: the ARIA harness on a model backend."""
 
     name = "aria"
+    axes = AXES
+    """The spec's ablation axes: the settings a study's tables give a column each
+    (`game_start.sides` records them with the side's facts)."""
 
     def parse_args(self, args: Mapping[str, Any]) -> AriaArgs:
         """Validate the side's arguments."""

@@ -20,8 +20,8 @@ registration reads its constructor's arguments from the spec's fields.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, Literal, Self, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Self, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -34,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from controller.registry import Registry
 from harness_aria.profiles import DEFAULT_PROFILE, PROFILES, SETTINGS
 
 AXES = ("state", "memory", "planning", "reflection", "prompt")
@@ -268,8 +269,9 @@ def all_specs() -> list[AriaSpec]:
 C = TypeVar("C")
 
 
-class Catalogue(Mapping[str, Callable[..., C]], Generic[C]):
-    """The components of one axis of the spec (e.g. `memory`), registered by name.
+class Catalogue(Registry[Callable[..., C]]):
+    """The components of one axis of the spec (e.g. `memory`), registered by name: the
+    axis's `controller.registry.Registry`.
 
     Each is registered with the arguments its constructor takes from the spec
     (`register`); `build(spec)` makes the one the spec's axis names, from that name and
@@ -280,30 +282,35 @@ class Catalogue(Mapping[str, Callable[..., C]], Generic[C]):
     """
 
     def __init__(self, axis: str) -> None:
+        super().__init__(f"{axis} component", error=ValueError, unknown=KeyError)
         self.axis = axis
-        self._makers: dict[str, Callable[..., C]] = {}
         self._args: dict[str, Callable[[AriaSpec], dict[str, Any]]] = {}
 
     def register(
         self,
         name: str,
-        make: Callable[..., C],
+        value: Callable[..., C] | str,
         args: Callable[[AriaSpec], dict[str, Any]] | None = None,
+        *,
+        replace: bool = False,
+        **info: Any,
     ) -> None:
         """Add a component.
 
         Args:
             name: The axis value that selects it.
-            make: Its constructor.
+            value: Its constructor (or a lazy `"module:attr"` reference to it).
             args: Its constructor's keyword arguments, read from the spec (none if
                 omitted).
+            replace: Replace the component held under the name.
+            info: Facts about it (`Registry.info`).
 
         Raises:
             ValueError: the name is registered already.
         """
-        if name in self._makers:
+        if self.held(name) and not replace:
             raise ValueError(f"{self.axis}: {name!r} is registered twice")
-        self._makers[name] = make
+        super().register(name, value, replace=True, **info)
         self._args[name] = args or (lambda spec: {})
 
     def arguments(self, spec: AriaSpec) -> tuple[str, dict[str, Any]]:
@@ -313,25 +320,16 @@ class Catalogue(Mapping[str, Callable[..., C]], Generic[C]):
             KeyError: no component of that name, with the registered names.
         """
         name = str(getattr(spec, self.axis))
-        if name not in self._makers:
+        if name not in self:
             raise KeyError(
-                f"{self.axis}: no component {name!r} (registered: {', '.join(self._makers)})"
+                f"{self.axis}: no component {name!r} (registered: {', '.join(self.names())})"
             )
         return name, self._args[name](spec)
 
     def build(self, spec: AriaSpec) -> C:
         """The component the spec selects, built from its name and arguments."""
         name, args = self.arguments(spec)
-        return self._makers[name](**args)
-
-    def __getitem__(self, name: str) -> Callable[..., C]:
-        return self._makers[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._makers)
-
-    def __len__(self) -> int:
-        return len(self._makers)
+        return self.get(name)(**args)
 
 
 class AblationError(ValueError):

@@ -38,6 +38,17 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from controller.actions import (
+    AnyAction,
+    GoTo,
+    KillTarget,
+    Look,
+    PressButton,
+    ReportBody,
+    Say,
+    UseStation,
+    build_action,
+)
 from controller.agents.base import AgentDecision
 from controller.config import GameConfig
 from controller.observation import FRAME_SHAPE, Observation
@@ -76,13 +87,13 @@ sent; this only bounds what `action_space.sample()` makes up)."""
 
 Mask = dict[str, np.ndarray | None]
 
-_ARGUMENT = {
-    "KILL": ("target", "kill", "target"),
-    "REPORT": ("body", "report", "body"),
-    "MISSION": ("station", "use_station", "station"),
-    "MOVE": ("room", "go_to", "room"),
+_ARGUMENT: dict[str, tuple[str, type[KillTarget | ReportBody | UseStation | GoTo], str]] = {
+    "KILL": ("target", KillTarget, "target"),
+    "REPORT": ("body", ReportBody, "body"),
+    "MISSION": ("station", UseStation, "station"),
+    "MOVE": ("room", GoTo, "room"),
 }
-"""Module -> (its action key, the program op it becomes, that op's field)."""
+"""Module -> (its action key, the program action it becomes, that action's field)."""
 
 
 def _onehot(n: int, chosen: list[int]) -> np.ndarray:
@@ -340,7 +351,7 @@ class Codec:
             return fail(f"only VOTE at the vote, not {module}")
         if phase != "voting" and module == "VOTE":
             return fail(f"VOTE only at the vote, not during {phase}")
-        program: list[dict[str, Any]] = []
+        program: list[AnyAction] = []
         if module == "VOTE":
             ballots = [*self.seats, "skip", "abstain"]
             vote = self._name(action.get("vote"), ballots)
@@ -356,7 +367,7 @@ class Codec:
                 spec=spec,
             )
         if module in _ARGUMENT:
-            key, op, field = _ARGUMENT[module]
+            key, kind, field = _ARGUMENT[module]
             tables: dict[str, list[Any]] = {
                 "target": list(self.seats),
                 "body": list(self.seats),
@@ -368,18 +379,22 @@ class Codec:
             chosen[key] = value if value is not None else _plain(action.get(key))
             if value is None:
                 return fail(f"{module} needs {key}: {chosen[key]!r} is not one")
-            program = [{"op": op, field: value}]
+            program = [kind(**{field: value})]
         elif module == "SURVEILLANCE":
-            program = [{"op": "look", "behind": True}]
+            program = [Look(behind=True)]
         elif module == "EMERGENCY":
-            program = [{"op": "press_button"}]
+            program = [PressButton()]
         elif module == "MEETING":
             text = action.get("text", "")
             chosen["text"] = text if isinstance(text, str) else _plain(text)
             if not isinstance(text, str):
                 return fail("MEETING needs text: a string (empty passes)")
             # An empty line is the speaker's pass; any other line goes to the chat rule.
-            program = [{"op": "say", "text": text}] if normalise_chat(text) else []
+            if normalise_chat(text):
+                say = build_action(Say, text=text)
+                if isinstance(say, str):  # the chat rule refuses the line: the seat's to answer
+                    return fail(say)
+                program = [say]
         return AgentDecision(
             module=module, program=program, raw=_json(chosen), view_text=view_text, spec=spec
         )

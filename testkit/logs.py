@@ -12,7 +12,8 @@ game writes and cannot drift from it. The scenes are laid on those primitives:
   tests and the benchmark's `random_game`. Its config is resolved by the game's own
   `resolve_config` (so a side reads `{agent: aria, args: {backend, spec}}` with every
   default filled in, exactly as a game writes it) and the seats' `agent_specs` take the
-  shape each agent kind describes itself.
+  shape each agent kind describes itself. Every scene's `game_start.sides` holds the
+  facts each side's kind declares for its config (`sides_of`), as a game records them.
 - `GameBuilder`, the skeld map's geometry, for the grounding audit. Each free-roam step
   lasts `step_ticks` ticks, each player's path is a list of rooms spread evenly over
   the step's `trace` samples (standing at the room's centre), and sight is given
@@ -35,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.accounting import cost_from_events, counts_from_events
-from controller.config import resolve_config
+from controller.actions import AnyAction, GoTo, dump_actions
+from controller.config import GameConfig, resolve_config
 from controller.events import (
     Decision,
     Eject,
@@ -60,7 +62,9 @@ from controller.events import (
     Visibility,
     Vote,
 )
+from controller.players import declared_sides
 from controller.record import LOG_FILE, SUMMARY_FILE, RunSummary, TaskTally
+from controller.vocabulary import SideFacts
 from world.geometry import ShipGeometry
 from world.spec import load_map
 
@@ -170,6 +174,7 @@ class EventBuilder:
                 preset=preset,
                 config=self.config,
                 agent_specs=agent_specs,
+                sides=sides_of(self.config),
                 sample_interval_ticks=sample_interval_ticks,
             )
         )
@@ -200,21 +205,22 @@ class EventBuilder:
     def decide(
         self,
         agent: str,
-        program: list[dict[str, Any]] | None = None,
+        program: Sequence[AnyAction | dict[str, Any]] | None = None,
         narration: str = "",
         *,
         phase: str = "free_roam",
         **kw: Any,
     ) -> None:
         """Record a decision: a program in free roam, a `vote=` in the voting step (other
-        `Decision` fields by keyword)."""
+        `Decision` fields by keyword). Typed actions are logged as the controller logs
+        them (`dump_actions`); a dict is logged as given (a log written by hand)."""
         self._add(
             Decision(
                 step=self.step,
                 tick=self.tick,
                 agent=agent,
                 phase=phase,
-                program=[] if program is None else program,
+                program=[a if isinstance(a, dict) else dump_actions([a])[0] for a in program or []],
                 narration=narration,
                 **kw,
             )
@@ -478,7 +484,6 @@ class EventBuilder:
         end = next((e for e in reversed(written) if isinstance(e, GameEnd)), None)
         start = self.events[0]
         summary = RunSummary(
-            version=2,
             game_id=self.game_id,
             status=end.status if end else "invalid",
             reason=end.reason if end else "no game_end",
@@ -499,6 +504,20 @@ class EventBuilder:
         )
         (folder / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2), encoding="utf-8")
         return folder
+
+
+def sides_of(config: Mapping[str, Any]) -> dict[str, SideFacts]:
+    """`game_start.sides` for a config: the facts each side's agent kind declares, as the
+    game records them (`controller.players.declared_sides`; a config that names no side
+    plays the default, scripted)."""
+    return dict(_declared(json.dumps(config, sort_keys=True, default=str)))
+
+
+@functools.lru_cache(maxsize=512)
+def _declared(config: str) -> tuple[tuple[str, SideFacts], ...]:
+    import harness_aria.registration  # noqa: F401  (registers the `aria` kind)
+
+    return tuple(declared_sides(GameConfig.model_validate(json.loads(config))).items())
 
 
 # -------------------------------------------------------------------- the flat plane
@@ -712,7 +731,7 @@ def random_game(
             paths[a] = [(x + dx * i, z + dz * i) for i in range(8)]
         for imp in imps:
             if b.status[imp] == "alive":
-                b.decide(imp, [{"op": "go_to", "room": "hallway"}], "wandering to blend in")
+                b.decide(imp, [GoTo(room="hallway")], "wandering to blend in")
         b.trace(paths)
         if kills_left and alive_crew and rng.random() < 0.4:
             killer = rng.choice([i for i in imps if b.status[i] == "alive"] or [imps[0]])

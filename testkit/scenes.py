@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from controller.actions import Wait
 from controller.agents.base import AgentDecision
 from controller.events import Vec3
 from controller.observation import Observation
@@ -75,4 +76,4 @@ class Still:
             return AgentDecision(abstain=True, module="VOTE")
         if obs.phase == "meeting":
             return AgentDecision(module="MEETING")
-        return AgentDecision(program=[{"op": "wait", "ticks": self.ticks}], module="WAIT")
+        return AgentDecision(program=[Wait(ticks=self.ticks)], module="WAIT")

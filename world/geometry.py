@@ -20,10 +20,12 @@ Conventions:
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import random
 import textwrap
+import threading
 from array import array
 from collections import OrderedDict, deque
 from collections.abc import Iterable
@@ -87,6 +89,33 @@ class DistanceField:
         return None if math.isinf(d) else d
 
 
+class _FieldStore:
+    """The distance fields computed so far for one map, shared by its geometries.
+
+    A field depends only on the map and its target, so whichever geometry computed it,
+    every other one may read it. At most `limit` are kept (least recently used out);
+    one that was dropped is computed again, to the same values.
+    """
+
+    def __init__(self, limit: int = 2048) -> None:
+        self._limit = limit
+        self._fields: OrderedDict[int, array[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, target: int) -> array[float] | None:
+        with self._lock:
+            dist = self._fields.get(target)
+            if dist is not None:
+                self._fields.move_to_end(target)
+            return dist
+
+    def put(self, target: int, dist: array[float]) -> None:
+        with self._lock:
+            self._fields[target] = dist
+            if len(self._fields) > self._limit:
+                self._fields.popitem(last=False)
+
+
 class ShipGeometry:
     """Precomputed grid of a ship, with rooms, visibility and walking distances.
 
@@ -97,6 +126,11 @@ class ShipGeometry:
 
     def __init__(self, spec: MapSpec, *, max_cached_fields: int = 256) -> None:
         """Build the grid.
+
+        The grid is built once per map and process (`_built_grid`) and shared, read-only,
+        by every geometry of that map, as are the distance fields computed so far; each
+        geometry keeps its own LRU of the fields it holds, so which fields an instance
+        has cached (and hence every answer) is the same as if it had built its own.
 
         Args:
             spec: A validated map.
@@ -109,6 +143,26 @@ class ShipGeometry:
         """The map this geometry was built from."""
         self._max_fields = max_cached_fields
         self._fields: OrderedDict[int, array[float]] = OrderedDict()
+        try:
+            built = _built_grid(spec)
+        except TypeError:  # a map that cannot be a cache key (unhashable): built here
+            built = ShipGeometry._build(spec)
+        for name in _GRID_ATTRIBUTES:
+            setattr(self, name, getattr(built, name))
+        self._computed: _FieldStore = built._computed
+
+    @classmethod
+    def _build(cls, spec: MapSpec) -> ShipGeometry:
+        """A geometry whose grid is built from `spec` here (the one `_built_grid` keeps)."""
+        geometry = cls.__new__(cls)
+        geometry._build_grid(spec)
+        return geometry
+
+    def _build_grid(self, spec: MapSpec) -> None:
+        self.spec = spec
+        self._max_fields = 1
+        self._fields = OrderedDict()
+        self._computed = _FieldStore()
 
         rects = [r.rect for r in spec.rooms] + [c.rect for c in spec.corridors]
         rects.append(spec.ghost_area)
@@ -457,6 +511,17 @@ class ShipGeometry:
         if cached is not None:
             self._fields.move_to_end(target)
             return cached
+        dist = self._computed.get(target)
+        if dist is None:
+            dist = self._dijkstra(target)
+            self._computed.put(target, dist)
+        self._fields[target] = dist
+        if len(self._fields) > self._max_fields:
+            self._fields.popitem(last=False)
+        return dist
+
+    def _dijkstra(self, target: int) -> array[float]:
+        """Walking distances from every node to `target` (shared: never written to)."""
         dist = array("d", [math.inf]) * len(self._nodes)
         dist[target] = 0.0
         heap: list[tuple[float, int]] = [(0.0, target)]
@@ -470,9 +535,6 @@ class ShipGeometry:
                 if dv < dist[v] - _EPS:
                     dist[v] = dv
                     heapq.heappush(heap, (dv, v))
-        self._fields[target] = dist
-        if len(self._fields) > self._max_fields:
-            self._fields.popitem(last=False)
         return dist
 
     def path_length(self, a: Vec3, b: Vec3) -> float | None:
@@ -582,6 +644,36 @@ class ShipGeometry:
                 for i, char in zip(span, label, strict=True):
                     row[i] = char
                 return
+
+
+_GRID_ATTRIBUTES = (
+    "_x0",
+    "_z0",
+    "_w",
+    "_h",
+    "_room_names",
+    "_region_names",
+    "_kind",
+    "_region",
+    "_node_of",
+    "_nodes",
+    "_edges",
+    "_cells_by_region",
+    "_ship_cells",
+    "_ghost_cells",
+    "_station_cells",
+    "_station_rooms",
+    "_adjacency",
+)
+"""What a geometry takes from the grid built for its map: never written to after the
+build (every method that hands one of them out hands out a copy or an immutable)."""
+
+
+@functools.lru_cache(maxsize=8)
+def _built_grid(spec: MapSpec) -> ShipGeometry:
+    """The grid of `spec`, built once per process (a game builds several geometries of
+    its map, and a process may play many games on it)."""
+    return ShipGeometry._build(spec)
 
 
 def short_name(name: str) -> str:

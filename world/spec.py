@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -26,6 +26,8 @@ from typing import Any, NoReturn, Self
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from controller.registry import Registry
 
 Cell = tuple[int, int]
 """A block column `(x, z)`."""
@@ -573,31 +575,61 @@ def load_map(name_or_path: str) -> MapSpec:
         MapSpecError: the map does not exist, is not valid YAML, or fails validation.
     """
     if re.fullmatch(_NAME, name_or_path):
-        resource = resources.files("world").joinpath("maps", f"{name_or_path}.yaml")
-        if not resource.is_file():
-            raise MapSpecError(f"no packaged map called '{name_or_path}' (world/maps/)")
-        text = resource.read_text(encoding="utf-8")
-        source = f"'{name_or_path}'"
-    else:
-        path = Path(name_or_path)
-        if not path.is_file():
-            raise MapSpecError(f"map file {path} does not exist")
-        text = path.read_text(encoding="utf-8")
-        source = str(path)
+        if name_or_path not in MAPS:
+            raise MapSpecError(
+                f"no packaged map called '{name_or_path}' (world/maps/; known maps: "
+                f"{', '.join(sorted(MAPS.names()))})"
+            )
+        return MAPS.get(name_or_path)()
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise MapSpecError(f"map file {path} does not exist")
+    return _parse_text(path.read_text(encoding="utf-8"), str(path))
+
+
+@functools.lru_cache(maxsize=16)
+def _packaged_map(name: str) -> MapSpec:
+    """A packaged map, read and validated once per process (every game loads its map,
+    and a process may play many). Shared: a `MapSpec` is immutable (frozen, tuples)."""
+    text = resources.files("world").joinpath("maps", f"{name}.yaml").read_text(encoding="utf-8")
+    # The packaged maps are known-good YAML: the C parser (where PyYAML has it) reads
+    # them to the same data in a fraction of the time.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return _parse_text(text, f"'{name}'", loader)
+
+
+def _parse_text(text: str, source: str, loader: Any = yaml.SafeLoader) -> MapSpec:
+    """The validated map of YAML `text` read from `source` (for messages)."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=loader)  # noqa: S506  (a safe loader)
     except yaml.YAMLError as error:
         raise MapSpecError(f"map {source} is not valid YAML: {error}") from error
     return parse_map(data, source)
 
 
-def packaged_maps() -> list[str]:
-    """The names of the maps shipped in `world/maps/` (`load_map` takes each), sorted."""
+def _register_packaged() -> None:
+    """Register every map shipped in `world/maps/` under its file's name."""
     folder = resources.files("world").joinpath("maps")
-    names = (entry.name.removesuffix(".yaml") for entry in folder.iterdir())
-    return sorted(
-        n for n in names if re.fullmatch(_NAME, n) and folder.joinpath(f"{n}.yaml").is_file()
-    )
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        name = entry.name.removesuffix(".yaml")
+        shipped = entry.name.endswith(".yaml") and re.fullmatch(_NAME, name) and entry.is_file()
+        if shipped and not MAPS.held(name):
+            MAPS.register(name, functools.partial(_packaged_map, name))
+
+
+MAPS: Registry[Callable[[], MapSpec]] = Registry(
+    "map", group="mineamongus.maps", load=_register_packaged
+)
+"""The maps a bare name selects (`load_map`), each a function returning the validated
+map: every YAML file of `world/maps/` (registered on first lookup), and any a package
+registers (`MAPS.register(name, "module:function")`, or an entry point of the
+`mineamongus.maps` group naming that function)."""
+
+
+def packaged_maps() -> list[str]:
+    """The names of the registered maps, the ones shipped in `world/maps/` among them
+    (`load_map` takes each), sorted."""
+    return sorted(MAPS.names())
 
 
 @functools.lru_cache(maxsize=1)

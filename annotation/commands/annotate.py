@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotation.deception.judges import JUDGES
 from controller.commands import Command
 
 if TYPE_CHECKING:
@@ -61,12 +62,13 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--judge-profile",
-        choices=["auto", "reference", "grounded"],
+        choices=["auto", *JUDGES.names()],
         default="auto",
         help="which judge: reference (the authors' instrument: their log format, prompts "
         "and two passes, findings kept as emitted), grounded (this project's: a rendering "
-        "with ground-truth facts, strict prompts, findings filtered), or auto: reference "
-        "for games whose impostors played the reference harness, else grounded (default)",
+        "with ground-truth facts, strict prompts, findings filtered), another registered "
+        "judge (annotation.deception.judges), or auto: reference for games whose impostors "
+        "played the reference harness, else grounded (default)",
     )
     p.add_argument(
         "--max-tokens",

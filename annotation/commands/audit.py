@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from annotation.grounding.books import BOOKS
 from controller.commands import Command
 
 NAME = "audit"
@@ -58,11 +59,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument(
         "--rules",
-        choices=("mineamongus", "quack"),
+        choices=BOOKS.names(),
         default="mineamongus",
         help="verdict rule book: 'mineamongus' (this project's rules for a 3D world; "
-        "default) or 'quack' (QUACK's rules, for numbers comparable with QUACK's); "
-        "docs/grounding.md lists the differences",
+        "default), 'quack' (QUACK's rules, for numbers comparable with QUACK's) or "
+        "another registered book (annotation.grounding.books); docs/grounding.md lists "
+        "the differences",
     )
 
 

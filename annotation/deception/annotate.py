@@ -35,18 +35,15 @@ from annotation.deception.judge import (
     JudgeTally,
     NamedJudge,
     as_judges,
-    estimate_game,
-    judge_game,
 )
+from annotation.deception.judges import JUDGES
 from annotation.deception.panel import PanelRule, build_panel, check_panel, panel_name
 from annotation.deception.profiles import (
-    DEFAULTS,
     JudgeProfile,
     ProfileChoice,
     harness_profile,
     resolve_profile,
 )
-from annotation.deception.reference.judge import estimate_reference, judge_game_reference
 from annotation.gamelog import Game, load_game
 from annotation.llm import JudgeModel, ReplyCache
 from controller.record import RunRecord, finished_runs
@@ -140,17 +137,16 @@ async def judge_with(
     parse_attempts: int | None = None,
     max_tokens: int | None = None,
 ) -> JudgeResult:
-    """Judge one game under a profile (`max_tokens`, `parse_attempts`: None for the
-    profile's own; the grounded judge's budget is the model's unless given)."""
-    if profile == "reference":
-        return await judge_game_reference(
-            game, judge, cache, max_tokens=max_tokens, parse_attempts=parse_attempts
-        )
-    if max_tokens is not None and max_tokens != judge.max_tokens:
-        cap = judge.max_tokens_cap
-        judge = JudgeModel(judge.backend, max_tokens=max_tokens, max_tokens_cap=cap)
-    attempts = parse_attempts or DEFAULTS["grounded"].parse_attempts
-    return await judge_game(game, judge, cache, parse_attempts=attempts)
+    """Judge one game with the judge registered as `profile` (`max_tokens`,
+    `parse_attempts`: None for the profile's own; the grounded judge's budget is the
+    model's unless given).
+
+    Raises:
+        ValueError: no judge of that name (naming the registered ones).
+    """
+    return await JUDGES.get(profile).judge(
+        game, judge, cache, max_tokens=max_tokens, parse_attempts=parse_attempts
+    )
 
 
 def _cache_for(judge: NamedJudge, folder: Path, cache_dir: Path | None) -> ReplyCache:
@@ -458,8 +454,6 @@ def estimate_runs(
         game = load_game(folder)
         base = cache_dir or folder / CACHE_DIR_NAME
         cache = ReplyCache(base / name if name and name != address else base)
-        if resolve_profile(judge_profile, game.setup) == "reference":
-            out.append(estimate_reference(game, address, cache, expected_out=expected_out))
-        else:
-            out.append(estimate_game(game, address, cache, expected_out=expected_out))
+        judge = JUDGES.get(resolve_profile(judge_profile, game.setup))
+        out.append(judge.estimate(game, address, cache, expected_out=expected_out))
     return out

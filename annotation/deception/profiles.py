@@ -25,13 +25,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from annotation.deception.judges import JUDGES, defaults_of
 from controller.record import GameSetup, RunRecord
 from harness_aria.backends.settings import BackendSettings
 
-JudgeProfile = Literal["reference", "grounded"]
-ProfileChoice = Literal["auto", "reference", "grounded"]
+JudgeProfile = str
+"""A registered judge's name (`annotation.deception.judges.JUDGES`)."""
+ProfileChoice = str
+"""`auto` or a registered judge's name."""
 PROFILES: tuple[JudgeProfile, ...] = ("reference", "grounded")
-CHOICES: tuple[ProfileChoice, ...] = ("auto", "reference", "grounded")
+"""The built-in judges (every registered one: `JUDGES.names()`)."""
+
+
+def choices() -> list[str]:
+    """What `--judge-profile` takes: `auto` and every registered judge."""
+    return ["auto", *JUDGES.names()]
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class ProfileDefaults:
     """Per-request time limit (None: the backend's own default)."""
 
 
-DEFAULTS: dict[JudgeProfile, ProfileDefaults] = {
+DEFAULTS: dict[str, ProfileDefaults] = {
     "grounded": ProfileDefaults(
         max_tokens=8000, parse_attempts=2, unreadable="failed", max_retries=None, timeout_s=None
     ),
@@ -100,18 +108,16 @@ def profile_of_run(folder: Path, choice: ProfileChoice | str) -> JudgeProfile:
 
 
 def _explicit(choice: str) -> JudgeProfile:
-    if choice == "reference":
-        return "reference"
-    if choice == "grounded":
-        return "grounded"
-    raise ValueError(f"judge profile {choice!r}: expected one of {', '.join(CHOICES)}")
+    if choice in JUDGES:
+        return choice
+    raise ValueError(f"judge profile {choice!r}: expected one of {', '.join(choices())}")
 
 
 def backend_settings(profiles: set[JudgeProfile]) -> BackendSettings | None:
     """The judge backend's settings for the profiles a run will use: the reference's
     retries and time limit when every game is judged with the `reference` profile
     (one backend serves a whole run), else None (the backend's defaults)."""
-    if profiles != {"reference"}:
+    if {defaults_of(p) for p in profiles} != {"reference"}:
         return None
     ref = DEFAULTS["reference"]
     assert ref.max_retries is not None and ref.timeout_s is not None

@@ -27,8 +27,9 @@ from annotation.gamelog import Game, distance, seen_by
 from controller.events import DEFERRALS, Decision, Visibility
 from controller.record import calls_of
 
-RENDER_VERSION = 2
-"""Bumped when a rendering changes (part of the judge's prompt hash)."""
+RENDER_VERSION = 3
+"""Bumped when a rendering changes (part of the judge's prompt hash). 3: a step in which a
+meeting was called shows where it ended and who saw whom there."""
 
 NEAR_BLOCKS = 12.0
 """Players within this many blocks of an impostor (the default vision radius) are listed

@@ -879,7 +879,7 @@ def grounding_report_section(audit_dir: str | Path) -> str:
         p = d / f"{name}.parquet"
         return list(pq.read_table(p).to_pylist()) if p.is_file() else []
 
-    lines = [f"## Grounding audit (rule book: {book})", "", RULE_BOOK_NOTE[book], ""]
+    lines = [f"## Grounding audit (rule book: {book})", "", rule_book_note(book), ""]
     pooled = read("metrics_pooled")
     lines += ["| metric | role | model | games | value | 95 % CI |", "|---|---|---|---|---|---|"]
     for metric, role in REPORT_METRICS:
@@ -929,14 +929,9 @@ def grounding_report_section(audit_dir: str | Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-RULE_BOOK_NOTE: dict[str, str] = {
-    "mineamongus": "Rule book `mineamongus`: this project's verdict rules for a 3D world "
-    "with sight lines (docs/grounding.md).",
-    "quack": "Rule book `quack`: QUACK's verdict rules as its paper and code state them, "
-    "on the same trajectories (docs/grounding.md, differences table); comparable with "
-    "QUACK's published tiers, not with the `mineamongus` book's.",
-}
-"""The line naming each rule book in a report."""
+def rule_book_note(book: str) -> str:
+    """The line naming a rule book in a report (the book's own `note`)."""
+    return rule_book(book).note
 
 
 def _existing_audits(context_out: Path, folders: Sequence[Path]) -> list[tuple[Path, str]]:
@@ -1014,7 +1009,7 @@ def _audit_section(audit_dir: Path, book: str, note: str) -> Any:
 
     title = "Grounding audit" if book == DEFAULT_RULES else f"Grounding audit (rule book: {book})"
     pooled = read("metrics_pooled")
-    blocks: list[Any] = [Text(note), Text(RULE_BOOK_NOTE[book])]
+    blocks: list[Any] = [Text(note), Text(rule_book_note(book))]
     if not pooled.empty:
         keep = pooled[
             [(m, r) in REPORT_METRICS for m, r in zip(pooled.metric, pooled.role, strict=True)]

@@ -950,6 +950,11 @@ class QuackRuleBook:
     """QUACK's verdict rules (`mineamongus audit --rules quack`)."""
 
     name = NAME
+    note = (
+        "Rule book `quack`: QUACK's verdict rules as its paper and code state them, "
+        "on the same trajectories (docs/grounding.md, differences table); comparable with "
+        "QUACK's published tiers, not with the `mineamongus` book's."
+    )
 
     def audit(self, traj: Trajectory, claims: Iterable[Claim]) -> list[AuditedClaim]:
         """Verify claims against one game's trajectory with QUACK's rules.

@@ -1,6 +1,7 @@
 """Rule books: which verdict rules judge the claims of a grounding audit.
 
-Two books, registered by name (`mineamongus audit --rules NAME`):
+The books are registered by name (`annotation.grounding.books.BOOKS`, `mineamongus audit
+--rules NAME`); the first two:
 
 * `mineamongus` (the default): this project's rules, built for a 3D world with logged
   sight lines (`annotation.grounding.audit.ProjectAuditor`, `docs/grounding.md`);
@@ -21,33 +22,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
 from annotation.grounding.audit import AuditedClaim, audit_project
+from annotation.grounding.books import BOOKS, RuleBook
 from annotation.grounding.claims import Claim
-from annotation.grounding.quack_rules import QuackRuleBook
 from annotation.grounding.trajectory import Trajectory
 
 DEFAULT_RULES = "mineamongus"
 """The rule book used unless another is asked for."""
-RULE_BOOKS: tuple[str, ...] = ("mineamongus", "quack")
-"""Every rule book, by name."""
-
-
-class RuleBook(Protocol):
-    """A set of verdict rules, addressed by name."""
-
-    name: str
-
-    def audit(self, traj: Trajectory, claims: Iterable[Claim]) -> list[AuditedClaim]:
-        """One audited row per claim, in order, each with `rules` = this book's name."""
-        ...
+RULE_BOOKS: tuple[str, ...] = tuple(BOOKS.names())
+"""Every registered rule book, by name, the default first."""
 
 
 class ProjectRuleBook:
     """This project's rules (`annotation.grounding.audit.audit_project`)."""
 
     name = DEFAULT_RULES
+    note = (
+        "Rule book `mineamongus`: this project's verdict rules for a 3D world "
+        "with sight lines (docs/grounding.md)."
+    )
 
     def audit(self, traj: Trajectory, claims: Iterable[Claim]) -> list[AuditedClaim]:
         """Verify claims with the `mineamongus` rules."""
@@ -60,11 +54,7 @@ def rule_book(name: str) -> RuleBook:
     Raises:
         ValueError: an unknown name.
     """
-    if name == DEFAULT_RULES:
-        return ProjectRuleBook()
-    if name == "quack":
-        return QuackRuleBook()
-    raise ValueError(f"unknown rule book {name!r} (known: {', '.join(RULE_BOOKS)})")
+    return BOOKS.get(name)()
 
 
 def audit_claims(
@@ -79,7 +69,7 @@ def audit_claims(
         traj: The game.
         claims: Its claims (extracted or supplied).
         rules: The rule book (`RULE_BOOKS`): `mineamongus` (this project's rules, the
-            default) or `quack` (QUACK's).
+            default), `quack` (QUACK's) or another registered one.
 
     Returns:
         One audited row per claim, in the given order; each row's `rules` names the book.

@@ -1,4 +1,9 @@
-"""Every player's trajectory rebuilt from the event log alone: the audit's ground truth.
+"""Every player's trajectory, read from the game's one index: the audit's ground truth.
+
+Where everyone was and who saw whom come from `controller.timeline.GameIndex` (its
+`trace` poses, its classified snapshots and visibility records, its kill readiness);
+this module adds what the audit needs on top: rooms (the map's geometry), task
+attempts, meetings and rounds.
 
 For each player and step the trajectory holds the room (or `hallway` for a corridor),
 position, whether the player was alive, its task activity and whom it could see. Within a
@@ -48,20 +53,16 @@ from controller.events import (
     Kill,
     MeetingEnd,
     MeetingStart,
-    Positions,
     ProgramRun,
     Report,
     Speech,
-    StepStart,
     TaskDone,
     TaskInterrupted,
     TaskStart,
-    Trace,
-    Visibility,
     Vote,
 )
-from controller.readiness import kill_readiness
 from controller.record import LOG_FILE, RunRecord, SeatAgent, log_path
+from controller.timeline import GameIndex
 from world.geometry import GHOST_AREA, HALLWAY, ShipGeometry
 from world.spec import MapSpec, MapSpecError, load_map, parse_map
 
@@ -532,28 +533,88 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             return geo.room_at(pos)
         return given or UNKNOWN_ROOM
 
-    samples: dict[str, list[Sample]] = {a: [] for a in start.agents}
-    left: dict[str, int] = {}  # player -> the step it left play in (killed or ejected)
-    gone_at: dict[str, tuple[Vec3, str]] = {}  # player -> its first snapshot out of play
+    index = GameIndex.of(events if isinstance(events, list) else list(events))
+    # (sort key, sample): the log's order breaks ties of equal ticks
+    keyed: dict[str, list[tuple[tuple[int, bool, int], Sample]]] = {a: [] for a in start.agents}
+    ghosts: dict[str, list[tuple[tuple[int, int], Sample]]] = {}
 
-    def sample_list(agent: str, step: int) -> list[Sample]:
-        """Where a sample of `agent` logged in `step` goes: a ghost's apart."""
-        if agent in left and step > left[agent]:
-            return traj.ghost_samples.setdefault(agent, [])
-        return samples.setdefault(agent, [])
+    def add_sample(agent: str, sample: Sample, seq: int) -> None:
+        """File a sample of `agent` logged at `seq`: a ghost's apart."""
+        if index.is_ghost(agent, sample.step):
+            ghosts.setdefault(agent, []).append(((sample.tick, seq), sample))
+        else:
+            key = (sample.tick, sample.source != "positions", seq)
+            keyed.setdefault(agent, []).append((key, sample))
 
-    phase_of: dict[int, str] = {0: "setup"}
-    step_start_tick: dict[int, int] = {0: 0}
+    # Where everyone was: the index's trace poses and its step-end, set-up and vote-end
+    # snapshots (never the meeting table, never the moment of the call).
+    traj.has_trace = bool(index.traced_steps)
+    if index.sample_interval is not None:
+        traj.sample_interval = index.sample_interval
+    for agent, track in index.trace_poses.items():
+        for p in track:
+            add_sample(agent, Sample(p.tick, p.step, p.pos, p.yaw, room_of(p.pos), "trace"), p.seq)
+    for snapshot in index.end_snapshots():
+        shot = snapshot.event
+        for agent, snap in shot.players.items():
+            if snap.status == "alive":
+                sample = Sample(
+                    shot.tick,
+                    snapshot.at,
+                    snap.pos,
+                    snap.yaw,
+                    room_of(snap.pos, snap.room),
+                    "positions",
+                )
+                keyed.setdefault(agent, []).append(((shot.tick, False, snapshot.seq), sample))
+    phase_of: dict[int, str] = {0: "setup", **index.step_phase}
+    step_start_tick: dict[int, int] = {0: 0, **index.step_start_tick}
     step_end_tick: dict[int, int] = {0: 0}
     end_snapshot: dict[int, dict[str, tuple[Vec3, str, bool]]] = {}
-    meeting_started_in: set[int] = set()
-    end_seen: set[int] = set()
+    for n, (tick, players) in index.end_players().items():
+        step_end_tick[n] = tick
+        end_snapshot[n] = {}
+        for agent, snap in players.items():
+            alive = snap.status == "alive"
+            pos, room = snap.pos, room_of(snap.pos, snap.room)
+            gone = None if alive else index.out_of_play_snapshot(agent)
+            if gone is not None:
+                # out of play it stays where it left play, as the living know it, even
+                # when it walks on as a ghost (`rules.ghost_tasks`)
+                pos, room = gone.pos, room_of(gone.pos, gone.room)
+            end_snapshot[n][agent] = (pos, room, alive)
+    # Who saw whom: the index's visibility records, the meeting table's kept apart.
+    for sight in index.sightings:
+        vis = sight.event
+        target_list = traj.seat_sightings if sight.seats else traj.sightings
+        for fov_map, near_map, body in (
+            (vis.sees, vis.near, False),
+            (vis.bodies, vis.bodies_near, True),
+        ):
+            for viewer in set(fov_map) | set(near_map):
+                fov = set(fov_map.get(viewer, []))
+                near = set(near_map.get(viewer, []))
+                for target in sorted(fov | near):
+                    target_list.append(
+                        Sighting(
+                            vis.tick,
+                            sight.at,
+                            viewer,
+                            target,
+                            target in fov,
+                            target in near,
+                            vis.cause,
+                            vis.subject,
+                            body=body,
+                            round_start=sight.at != vis.step,
+                        )
+                    )
+
     open_attempts: dict[tuple[str, int], TaskAttempt] = {}
     seen_starts: set[tuple[str, int, int]] = set()
     current_meeting: MeetingRecord | None = None
     last_meeting_end_step = 0
     last_meeting_end_tick = 0
-    status: dict[str, bool] = dict.fromkeys(start.agents, True)
 
     def open_attempt(agent: str, station: int, tick: int, step: int, fake: bool) -> None:
         key = (agent, station)
@@ -581,81 +642,9 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             return
         att.end_tick, att.end_step, att.outcome, att.reason = tick, step, outcome, reason
 
-    for ev in events:
+    for seq, ev in enumerate(events):
         step = ev.step
-        if isinstance(ev, StepStart):
-            phase_of[step] = ev.phase
-            step_start_tick[step] = ev.tick
-        elif isinstance(ev, Trace):
-            traj.has_trace = True
-            traj.sample_interval = ev.interval
-            for agent, poses in ev.players.items():
-                into = sample_list(agent, step)
-                for t, pose in zip(ev.ticks, poses, strict=False):
-                    pos = (pose[0], pose[1], pose[2])
-                    into.append(Sample(t, step, pos, pose[3], room_of(pos), "trace"))
-        elif isinstance(ev, Positions):
-            seats = ev.cause == "meeting_seats" or (
-                step in meeting_started_in and step in end_snapshot
-            )
-            if seats or ev.cause == "meeting_call":
-                continue
-            phase = phase_of.get(step, "free_roam")
-            # Where everyone stood when a round began (set-up, the end of a vote) is the
-            # first sample of the next free-roam step.
-            at = step + 1 if (phase in ("setup", "voting") or ev.cause == "vote_end") else step
-            if ev.cause != "vote_end" or step not in end_snapshot:
-                end_snapshot[step] = {}
-                step_end_tick[step] = ev.tick
-            for agent, snap in ev.players.items():
-                alive = snap.status == "alive"
-                room = room_of(snap.pos, snap.room)
-                pos = snap.pos
-                if not alive:
-                    # out of play it stays where it left play, as the living know it,
-                    # even when it walks on as a ghost (`rules.ghost_tasks`)
-                    pos, room = gone_at.setdefault(agent, (pos, room))
-                end_snapshot[step][agent] = (pos, room, alive)
-                if alive:
-                    samples.setdefault(agent, []).append(
-                        Sample(ev.tick, at, snap.pos, snap.yaw, room, "positions")
-                    )
-        elif isinstance(ev, Visibility):
-            phase = phase_of.get(step, "free_roam")
-            seats = (
-                ev.cause == "meeting_seats"
-                or phase == "meeting"
-                or (ev.cause == "step_end" and step in meeting_started_in and step in end_seen)
-            )
-            # What everyone saw when a round began (set-up, or the end of the vote, both
-            # before anyone moved) is the first sight of the next free-roam step.
-            at = step + 1 if (phase in ("setup", "voting") or ev.cause == "setup") else step
-            if not seats and ev.cause == "step_end" and phase == "free_roam":
-                end_seen.add(step)
-            target_list = traj.seat_sightings if seats else traj.sightings
-            for fov_map, near_map, body in (
-                (ev.sees, ev.near, False),
-                (ev.bodies, ev.bodies_near, True),
-            ):
-                for viewer in set(fov_map) | set(near_map):
-                    fov = set(fov_map.get(viewer, []))
-                    near = set(near_map.get(viewer, []))
-                    for target in sorted(fov | near):
-                        target_list.append(
-                            Sighting(
-                                ev.tick,
-                                at,
-                                viewer,
-                                target,
-                                target in fov,
-                                target in near,
-                                ev.cause,
-                                ev.subject,
-                                body=body,
-                                round_start=at != step,
-                            )
-                        )
-        elif isinstance(ev, ProgramRun):
+        if isinstance(ev, ProgramRun):
             for pe in ev.events:
                 if pe.get("kind") != "mark":
                     continue
@@ -663,9 +652,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
                 raw_pos = pe.get("pos")
                 if isinstance(raw_pos, list | tuple) and len(raw_pos) == 3:
                     pos = (float(raw_pos[0]), float(raw_pos[1]), float(raw_pos[2]))
-                    sample_list(ev.agent, step).append(
-                        Sample(tick, step, pos, None, room_of(pos), "mark")
-                    )
+                    add_sample(ev.agent, Sample(tick, step, pos, None, room_of(pos), "mark"), seq)
                 parsed = _tag_station(str(pe.get("tag", "")))
                 if parsed and parsed[0] in ("task_start", "task_resume"):
                     fake = traj.roles.get(ev.agent) == "impostor"
@@ -684,11 +671,8 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
         elif isinstance(ev, Kill):
             traj.kills.append(KillRecord(step, ev.tick, ev.killer, ev.victim, ev.room, ev.pos))
             traj.deaths[ev.victim] = ev.tick
-            status[ev.victim] = False
-            left.setdefault(ev.victim, step)
-            samples.setdefault(ev.victim, []).append(
-                Sample(ev.tick, step, ev.pos, None, room_of(ev.pos, ev.room), "kill")
-            )
+            kill_sample = Sample(ev.tick, step, ev.pos, None, room_of(ev.pos, ev.room), "kill")
+            keyed.setdefault(ev.victim, []).append(((ev.tick, True, seq), kill_sample))
             for (agent, station), _att in list(open_attempts.items()):
                 if agent == ev.victim:
                     close_attempt(agent, station, ev.tick, step, "interrupted", "killed")
@@ -697,7 +681,6 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
         elif isinstance(ev, Emergency):
             traj.emergencies.append((step, ev.tick, ev.caller))
         elif isinstance(ev, MeetingStart):
-            meeting_started_in.add(step)
             first = min(
                 (n for n, p in phase_of.items() if p == "free_roam" and n > last_meeting_end_step),
                 default=step,
@@ -752,8 +735,6 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             current_meeting = None
         elif isinstance(ev, Eject):
             traj.ejections[ev.agent] = (step, ev.tick)
-            status[ev.agent] = False
-            left.setdefault(ev.agent, step)
         elif isinstance(ev, Decision):
             if ev.error_kind:
                 traj.decisions_failed[ev.error_kind] = (
@@ -766,11 +747,10 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             traj.end_tick = ev.tick
             traj.flags = list(ev.flags)
 
-    for agent, lst in samples.items():
-        lst.sort(key=lambda s: (s.tick, s.source != "positions"))
-        traj.samples[agent] = lst
-    for lst in traj.ghost_samples.values():
-        lst.sort(key=lambda s: s.tick)
+    for agent, items in keyed.items():
+        traj.samples[agent] = [x for _, x in sorted(items, key=lambda item: item[0])]
+    for agent, ghost_items in ghosts.items():
+        traj.ghost_samples[agent] = [x for _, x in sorted(ghost_items, key=lambda item: item[0])]
 
     steps = sorted(set(phase_of) | set(step_end_tick))
     for n in steps:
@@ -788,7 +768,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
                 round_no += 1
     _fill_player_steps(traj, end_snapshot)
     traj.kill_ready = [
-        (e.tick, agent, ready) for e in kill_readiness(events) for agent, ready in e.ready.items()
+        (e.tick, agent, ready) for e in index.kill_ready for agent, ready in e.ready.items()
     ]
     return traj
 

@@ -2,16 +2,16 @@
 
 A section is a title and a list of blocks. Other analyses add their own sections: pass
 them to `write_report(..., sections)` directly, or register a provider, a function
-`(context) -> list[Section]`, under a name with `register_section_provider` (or list its
-`"module:function"` path in `SECTION_PROVIDERS`); `mineamongus analyze` puts the
-sections of every registered provider (`extra_sections`) after its own, in name order.
+`(context) -> list[Section]`, under a name in `SECTIONS` (`register_section_provider`,
+the provider itself or its `"module:function"` path, imported when a report is made);
+`mineamongus analyze` puts the sections of every registered provider (`extra_sections`)
+after its own, in name order.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import importlib
 import logging
 import math
 import re
@@ -22,15 +22,17 @@ from typing import Any
 
 import pandas as pd
 
+from controller.registry import Registry
+
 logger = logging.getLogger(__name__)
 
-SECTION_PROVIDERS: dict[str, str] = {
-    "grounding": "annotation.grounding.metrics:report_sections",
-}
-"""Section providers by name: `"module:function"`, imported when a report is made (so a
-report without a grounding audit never imports it)."""
-
-_REGISTERED: dict[str, Callable[[ReportContext], list[Section]]] = {}
+SECTIONS: Registry[Callable[[ReportContext], list[Section]]] = Registry(
+    "report section provider", group="mineamongus.report_sections"
+)
+"""Section providers by name, each a function or its `"module:function"` path, imported
+when a report is made (so a report without a grounding audit never imports it); another
+package names its provider in the `mineamongus.report_sections` entry-point group."""
+SECTIONS.register("grounding", "annotation.grounding.metrics:report_sections")
 
 
 @dataclass(frozen=True)
@@ -96,29 +98,20 @@ class ReportContext:
 
 
 def register_section_provider(
-    name: str, provider: Callable[[ReportContext], list[Section]]
+    name: str, provider: Callable[[ReportContext], list[Section]] | str
 ) -> None:
-    """Add (or replace) the report sections provider called `name`."""
-    _REGISTERED[name] = provider
-
-
-def _provider(name: str) -> Callable[[ReportContext], list[Section]]:
-    if name in _REGISTERED:
-        return _REGISTERED[name]
-    module, _, function = SECTION_PROVIDERS[name].partition(":")
-    found: Callable[[ReportContext], list[Section]] = getattr(
-        importlib.import_module(module), function
-    )
-    return found
+    """Add (or replace) the report sections provider called `name` (a function, or its
+    `"module:function"` path)."""
+    SECTIONS.register(name, provider, replace=True)
 
 
 def extra_sections(context: ReportContext) -> list[Section]:
     """The sections of every registered provider, in name order. A provider that fails
     (to import or to run) becomes a section saying so, never a silent gap."""
     out: list[Section] = []
-    for name in sorted({*SECTION_PROVIDERS, *_REGISTERED}):
+    for name in sorted(SECTIONS.names()):
         try:
-            out.extend(_provider(name)(context))
+            out.extend(SECTIONS.get(name)(context))
         except Exception as exc:  # shown in the report, never silently skipped
             logger.exception("report section provider %s failed", name)
             out.append(

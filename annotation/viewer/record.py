@@ -43,7 +43,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from controller.events import LogVersionError
+from pydantic import ValidationError
+
+from controller.events import EVENT_ADAPTER, GameStart, LogVersionError
 from controller.record import (
     SUMMARY_FILE,
     NotAGameLog,
@@ -51,6 +53,8 @@ from controller.record import (
     log_path,
 )
 from controller.record import RunRecord as LogRecord
+from controller.timeline import GameIndex
+from controller.upgrade import upgrade_event
 from world.spec import MapSpec, MapSpecError, load_map, parse_map
 
 log = logging.getLogger(__name__)
@@ -85,6 +89,21 @@ TRANSCRIPT_KINDS = frozenset(
 RULE_KINDS = frozenset(
     {"kill", "report", "emergency", "task_done", "task_start", "task_interrupted"}
 )
+INDEXED_KINDS = frozenset(
+    {
+        "game_start",
+        "step_start",
+        "positions",
+        "trace",
+        "kill",
+        "eject",
+        "meeting_start",
+        "meeting_end",
+        "visibility",
+    }
+)
+"""The kinds the game's one index (`controller.timeline.GameIndex`) folds: each step's
+players and trails are read from it, never rebuilt here."""
 
 
 class SealedError(PermissionError):
@@ -399,7 +418,8 @@ class RunRecord:
         self.steps: dict[int, StepInfo] = {}
         self.transcript: list[dict[str, Any]] = []
         self._bodies: dict[str, list[float]] = {}
-        self._snapped: set[int] = set()
+        self.index: GameIndex | None = None
+        """The game's index, fed event by event as the log grows."""
         self.map_spec: MapSpec | None = None
         self.map_error: str | None = None
         """Why the record has no map (its `game_start` names none, or it cannot be read)."""
@@ -440,7 +460,11 @@ class RunRecord:
                     if found is not None:
                         self._broken(found)
                         return True
-                self._add(ev)
+                try:
+                    self._add(ev)
+                except ValidationError:
+                    self._fail(n, f"a `{ev.get('kind')}` event the log's reader refuses")
+                    return True
                 changed = True
             was = self.stopped
             self._judge()
@@ -506,12 +530,25 @@ class RunRecord:
         return info
 
     def _add(self, ev: dict[str, Any]) -> None:
+        """Take in one event line.
+
+        Raises:
+            pydantic.ValidationError: An event the index folds that the log's typed
+                reader refuses.
+        """
         kind = ev.get("kind")
         step = int(ev.get("step", 0))
+        if kind in INDEXED_KINDS:
+            typed = EVENT_ADAPTER.validate_python(upgrade_event(dict(ev)))
+            if self.index is None:
+                if not isinstance(typed, GameStart):
+                    return
+                self.index = GameIndex(start=typed, events=[])
+            self.index.add(typed)
         if kind == "game_start":
             self.game = ev
             self._load_map(ev)
-            self._step(0, "setup", int(ev.get("tick", 0)))
+            self._show(self._step(0, "setup", int(ev.get("tick", 0))))
             return
         if kind == "game_end":
             self.end = ev
@@ -524,19 +561,9 @@ class RunRecord:
             info.speaker = ev.get("speaker")
             return
         info = self._step(step)
-        if kind == "positions":
-            # Where everyone was when the step ended wins over a later snapshot of the
-            # same step (the teleport to the meeting seats belongs to the next step).
-            cause = ev.get("cause", "step_end")
-            if cause == "step_end" or step not in self._snapped:
-                self._set_players(info, ev)
-            if cause == "step_end":
-                self._snapped.add(step)
-        elif kind == "trace":
-            for agent, samples in ev.get("players", {}).items():
-                trail = info.trail.setdefault(agent, [])
-                trail.extend([[round(s[0], 2), round(s[2], 2)] for s in samples])
-        elif kind == "decision":
+        if kind in INDEXED_KINDS:
+            self._show(info)
+        if kind == "decision":
             info.decisions[str(ev.get("agent"))] = ev
         elif kind == "program":
             info.programs[str(ev.get("agent"))] = ev
@@ -554,14 +581,23 @@ class RunRecord:
         elif kind in RULE_KINDS or kind == "action_rejected":
             info.events.append(ev)
 
-    def _set_players(self, info: StepInfo, ev: dict[str, Any]) -> None:
-        for agent, snap in ev.get("players", {}).items():
-            info.players[agent] = {
-                "pos": list(snap.get("pos", [0, 0, 0])),
-                "yaw": snap.get("yaw", 0.0),
-                "room": snap.get("room", ""),
-                "status": snap.get("status", "alive"),
-            }
+    def _show(self, info: StepInfo) -> None:
+        """The step's players and trails as the index has them so far: the snapshot
+        that stands for the step (where its programs ended wins over the meeting
+        table), over what the step took over from the one before; the `trace` poses."""
+        if self.index is None:
+            return
+        shot = self.index.step_snapshot(info.step)
+        if shot is not None:
+            for agent, snap in shot.event.players.items():
+                info.players[agent] = {
+                    "pos": list(snap.pos),
+                    "yaw": snap.yaw,
+                    "room": snap.room,
+                    "status": snap.status,
+                }
+        for agent, track in self.index.trace_of(info.step).items():
+            info.trail[agent] = [[round(p.pos[0], 2), round(p.pos[2], 2)] for p in track]
 
     def _load_map(self, start: dict[str, Any]) -> None:
         """The map as played (`map_spec`), else the map `game_start.map` (or the

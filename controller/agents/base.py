@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from controller.actions import AnyAction
 from controller.observation import Observation
+from controller.vocabulary import ModelCall
 
 
 class InfrastructureFailure(RuntimeError):
@@ -21,11 +23,13 @@ class InfrastructureFailure(RuntimeError):
 class AgentDecision:
     """An agent's answer for one step.
 
-    `program` is untrusted data (a list of action dicts) that the controller
-    parses and validates; `vote` is a player id or `skip` (voting phase only).
+    `program` is the typed actions (`controller.actions`) the agent built, which the
+    controller validates again against the rules and the state (a list of action dicts,
+    untrusted data from outside the project, is parsed first); `vote` is a player id or
+    `skip` (voting phase only).
     """
 
-    program: Any = field(default_factory=list)
+    program: list[AnyAction] = field(default_factory=list)
     vote: str | None = None
     module: str = ""
     raw: str = ""
@@ -36,8 +40,9 @@ class AgentDecision:
     infrastructure: str = ""
     """Set (to the error class) when the decision failed for infrastructure reasons
     after retries; counted apart from model errors, never as the agent's choice."""
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    """One record per model call (prompt refs, raw output, tokens, latency, cost, error)."""
+    calls: list[ModelCall] = field(default_factory=list)
+    """One record per model call (prompt refs, raw output, tokens, latency, cost, error),
+    stored as it is in the `decision` event."""
     spec: dict[str, Any] = field(default_factory=dict)
     """The agent's ablation spec, written beside every decision."""
     view_text: str = ""

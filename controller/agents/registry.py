@@ -18,8 +18,6 @@ how `mineamongus play`'s side flags (`--crew`, `--base-url`, `--text-only`,
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,15 +26,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from controller.agents.base import Agent
-from controller.plugins import entry_points
+from controller.registry import Registry
 
 if TYPE_CHECKING:
     # The rules live in a module of their own: `controller.config`, which validates its
     # sides through this registry, is not imported here (no import circle).
     from controller.rules import RulesConfig
     from world.geometry import ShipGeometry
-
-log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "mineamongus.agents"
 """Entry points of this group are called (with no arguments) to register agent kinds."""
@@ -88,42 +84,35 @@ class AgentKind(Protocol):
         ...
 
 
-_lock = threading.Lock()
-_kinds: dict[str, AgentKind] = {}
-_plugins_loaded = False
+KINDS: Registry[AgentKind] = Registry(
+    "agent kind",
+    group=ENTRY_POINT_GROUP,
+    hooks=True,
+    # A kind's module imported again (a test, a plugin) registers an equal kind again.
+    same=lambda held, new: type(held) is type(new),
+    error=AgentKindError,
+    unknown=AgentKindError,
+)
+"""The agent kinds by name; the `mineamongus.agents` entry points register theirs."""
 
 
 def register(kind: AgentKind) -> None:
-    """Register a kind under its name (registering the same object again is a no-op).
+    """Register a kind under its name (registering one of the same type again replaces it).
 
     Raises:
         AgentKindError: Another kind already holds the name.
     """
-    with _lock:
-        held = _kinds.get(kind.name)
-        if held is not None and held is not kind and type(held) is not type(kind):
-            raise AgentKindError(f"agent kind {kind.name!r} is already registered")
-        _kinds[kind.name] = kind
+    KINDS.register(kind.name, kind)
 
 
 def load_plugins() -> None:
     """Call every `mineamongus.agents` entry point once (each registers its kinds)."""
-    global _plugins_loaded
-    with _lock:
-        if _plugins_loaded:
-            return
-        _plugins_loaded = True
-    for entry in entry_points(ENTRY_POINT_GROUP):
-        try:
-            entry.load()()
-        except Exception:  # a broken plugin must not hide the built-in kinds
-            log.exception("agent plugin %s failed to register", entry.value)
+    KINDS.load()
 
 
 def kinds() -> list[str]:
     """The registered kind names, sorted."""
-    load_plugins()
-    return sorted(_kinds)
+    return sorted(KINDS.names())
 
 
 def get_kind(name: str, field: str = "agent") -> AgentKind:
@@ -132,13 +121,7 @@ def get_kind(name: str, field: str = "agent") -> AgentKind:
     Raises:
         AgentKindError: Unknown name (the message lists the known kinds).
     """
-    load_plugins()
-    kind = _kinds.get(name)
-    if kind is None:
-        raise AgentKindError(
-            f"{field}: unknown agent kind {name!r}; known kinds: {', '.join(sorted(_kinds))}"
-        )
-    return kind
+    return KINDS.get(name, field)
 
 
 def validate_args(name: str, args: Mapping[str, Any], side: str) -> BaseModel:
@@ -283,28 +266,32 @@ class SideFormat(Protocol):
         ...
 
 
-_side_format: SideFormat | None = None
+SIDE_FORMATS: Registry[SideFormat] = Registry(
+    "side format",
+    same=lambda held, new: type(held) is type(new),
+    error=AgentKindError,
+    unknown=AgentKindError,
+)
+"""The side format, by its harness's name: at most one is registered."""
 
 
-def register_side_format(fmt: SideFormat) -> None:
+def register_side_format(fmt: SideFormat, name: str = "aria") -> None:
     """Register the side format (registering one of the same type again is a no-op).
 
     Raises:
         AgentKindError: Another harness's format is registered.
     """
-    global _side_format
-    with _lock:
-        if _side_format is not None and type(_side_format) is not type(fmt):
-            raise AgentKindError(
-                f"a side format is already registered ({type(_side_format).__qualname__})"
-            )
-        _side_format = fmt
+    held = [n for n in SIDE_FORMATS.names() if n != name]
+    if held:
+        raise AgentKindError(f"a side format is already registered ({held[0]})")
+    SIDE_FORMATS.register(name, fmt)
 
 
 def side_format() -> SideFormat | None:
     """The registered side format, None when no installed harness registers one."""
     load_plugins()
-    return _side_format
+    names = SIDE_FORMATS.names()
+    return SIDE_FORMATS.get(names[0]) if names else None
 
 
 def translate_side(side: Mapping[str, Any]) -> dict[str, Any]:

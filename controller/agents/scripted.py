@@ -62,6 +62,18 @@ import string
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from controller.actions import (
+    AnyAction,
+    Follow,
+    GoTo,
+    KillTarget,
+    Look,
+    PressButton,
+    ReportBody,
+    Say,
+    UseStation,
+    Wait,
+)
 from controller.agents.base import AgentDecision
 from controller.observation import MeetingView, Observation, Sighting
 from controller.protocol import Vec3
@@ -407,7 +419,7 @@ class ScriptedAgent:
         )
         if not pending:
             return AgentDecision(
-                program=[{"op": "wait", "ticks": GHOST_WAIT_TICKS}],
+                program=[Wait(ticks=GHOST_WAIT_TICKS)],
                 module="MISSION",
                 reasoning="a ghost with no task left",
             )
@@ -709,7 +721,7 @@ class ScriptedAgent:
                 obs.visible_bodies, key=lambda v: self._dist(obs.pos, obs.visible_bodies[v])
             )
             return AgentDecision(
-                program=[{"op": "report", "body": victim}],
+                program=[ReportBody(body=victim)],
                 module="REPORT",
                 reasoning=f"{victim}'s body is in sight",
             )
@@ -721,7 +733,7 @@ class ScriptedAgent:
             suspect = press[0][1]
             self.button_for.add(suspect)
             return AgentDecision(
-                program=[{"op": "press_button"}],
+                program=[PressButton()],
                 module="BUTTON",
                 reasoning=f"evidence against {suspect} ({-press[0][0]:.1f}) and no body in sight",
             )
@@ -735,7 +747,7 @@ class ScriptedAgent:
             )
         room = self.rng.choice(self.geometry.rooms)
         return AgentDecision(
-            program=[{"op": "go_to", "room": room}], module="MOVE", reasoning="tasks done; wander"
+            program=[GoTo(room=room)], module="MOVE", reasoning="tasks done; wander"
         )
 
     def _nearest_station(self, pos: Vec3, stations: list[int]) -> int:
@@ -749,7 +761,7 @@ class ScriptedAgent:
         self.report_victim = None
         if victim is not None and victim in obs.visible_bodies:
             return AgentDecision(
-                program=[{"op": "report", "body": victim}],
+                program=[ReportBody(body=victim)],
                 module="REPORT",
                 reasoning=f"{victim}'s body is in sight",
                 narration=f"reporting my own kill of {victim} to look like a finder",
@@ -776,14 +788,7 @@ class ScriptedAgent:
 
                 target = max(crew, key=lambda a: (free(a), self._isolation(a, crew), a))
                 return AgentDecision(
-                    program=[
-                        {
-                            "op": "follow",
-                            "agent": target,
-                            "distance": SHADOW_BLOCKS,
-                            "ticks": SHADOW_TICKS,
-                        }
-                    ],
+                    program=[Follow(agent=target, distance=SHADOW_BLOCKS, ticks=SHADOW_TICKS)],
                     module="KILL",
                     reasoning="kill cooldown running; keep a crewmate in sight",
                     narration=f"trailing {target} at a distance until I can kill again",
@@ -831,20 +836,18 @@ class ScriptedAgent:
         self, obs: Observation, target: str, pos: Vec3, *, go_first: bool = False
     ) -> AgentDecision:
         """A guarded strike on `target` (seen at `pos`), then walk away or stay to report."""
-        program: list[dict[str, Any]] = []
+        program: list[AnyAction] = []
         roam = 0.0  # how far from `pos` the strike may land
         if go_first:
-            program.append({"op": "go_to", "pos": list(pos)})
+            program.append(GoTo(pos=pos))
         elif self._dist(obs.pos, pos) > STRIKE_REACH or not self._still(target, pos):
-            program.append(
-                {"op": "follow", "agent": target, "distance": 4.0, "ticks": FOLLOW_TICKS}
-            )
+            program.append(Follow(agent=target, distance=4.0, ticks=FOLLOW_TICKS))
             roam = FOLLOWED_BLOCKS
-        program.append({"op": "kill", "target": target, "guard": "sight"})
+        program.append(KillTarget(target=target, guard="sight"))
         stay = self.rng.random() < SELF_REPORT_P
         if stay:
             self.report_victim = target
-            program.append({"op": "wait", "ticks": 20})
+            program.append(Wait(ticks=20))
             after = "stay by the body to report it"
         else:
             station = self._getaway(pos, roam)
@@ -895,14 +898,14 @@ class ScriptedAgent:
         _, target, pos = min(known)
         return target, pos
 
-    def _watched_task(self, station: int) -> list[dict[str, Any]]:
+    def _watched_task(self, station: int) -> list[AnyAction]:
         """Hold `station` facing into its room (watching it), not the wall."""
         pos = self.geometry.station_pos(station)
         yaw = yaw_towards(pos, self.geometry.room_center(self.geometry.station_room(station)))
         return [
-            {"op": "go_to", "station": station},
-            {"op": "look", "yaw": round(yaw, 1)},
-            {"op": "use_station", "station": station},
+            GoTo(station=station),
+            Look(yaw=round(yaw, 1)),
+            UseStation(station=station),
         ]
 
     def _getaway(self, pos: Vec3, roam: float = 0.0) -> int:
@@ -960,7 +963,7 @@ class ScriptedAgent:
         text = self._crew_speech(obs, first)
         if not text:
             return AgentDecision(program=[], module="MEETING", reasoning="nothing new to say")
-        return AgentDecision(program=[{"op": "say", "text": text}], module="MEETING")
+        return AgentDecision(program=[Say(text=text)], module="MEETING")
 
     def _impostor_speech(self, obs: Observation, m: MeetingView) -> AgentDecision:
         """The report it made (true), else its alibi; then pile onto the leading accusation."""
@@ -985,7 +988,7 @@ class ScriptedAgent:
         if leader:
             parts.append(IMPOSTOR_TEMPLATES["pile_on"].format(suspect=leader.capitalize()))
         return AgentDecision(
-            program=[{"op": "say", "text": " ".join(parts)}], module="MEETING", narration=narration
+            program=[Say(text=" ".join(parts))], module="MEETING", narration=narration
         )
 
     def _alibi(self, m: MeetingView) -> str:

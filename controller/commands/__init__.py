@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from controller.plugins import entry_points
+from controller.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +52,15 @@ class Command:
     position: int = 10
 
 
-_lock = threading.Lock()
-_commands: dict[str, Command] = {}
-_loaded = False
-
-
 class CommandError(ValueError):
     """A command name held twice, or an entry point that is not a `Command`."""
+
+
+COMMANDS: Registry[Command] = Registry(
+    "command", group=ENTRY_POINT_GROUP, error=CommandError, unknown=CommandError
+)
+"""The subcommands by name; each `mineamongus.commands` entry point is one, loaded when
+the commands are listed (`commands`) or one is looked up."""
 
 
 def register(command: Command) -> None:
@@ -68,39 +69,31 @@ def register(command: Command) -> None:
     Raises:
         CommandError: Another command already holds the name.
     """
-    with _lock:
-        held = _commands.get(command.name)
-        if held is not None and held != command:
-            raise CommandError(f"command {command.name!r} is already registered")
-        _commands[command.name] = command
+    COMMANDS.register(command.name, command)
 
 
-def _load() -> None:
-    global _loaded
-    with _lock:
-        if _loaded:
-            return
-        _loaded = True
-    for entry in entry_points(ENTRY_POINT_GROUP):
-        try:
-            command = entry.load()
-            if not isinstance(command, Command) or command.name != entry.name:
-                raise CommandError(f"{entry.value} is not the Command {entry.name!r}")
-            register(command)
-        except Exception:  # a broken plugin must not take the other commands down
-            log.exception("command %s (%s) failed to load", entry.name, entry.value)
+def _loaded(name: str) -> Command | None:
+    """The command of that name, its entry point loaded and checked (None: it fails)."""
+    try:
+        command = COMMANDS.get(name)
+        if not isinstance(command, Command) or command.name != name:
+            raise CommandError(f"{name!r} is not the Command {name!r}")
+    except Exception:  # a broken plugin must not take the other commands down
+        log.exception("command %s failed to load", name)
+        COMMANDS.remove(name)
+        return None
+    return command
 
 
 def commands() -> list[Command]:
     """Every registered subcommand, in the order the help lists them."""
-    _load()
-    return sorted(_commands.values(), key=lambda c: (c.position, c.name))
+    found = [c for c in map(_loaded, COMMANDS.names()) if c is not None]
+    return sorted(found, key=lambda c: (c.position, c.name))
 
 
 def get_command(name: str) -> Command | None:
     """The subcommand registered under `name`, or None."""
-    _load()
-    return _commands.get(name)
+    return _loaded(name) if name in COMMANDS else None
 
 
 class LiveViewer(Protocol):
@@ -128,6 +121,10 @@ class LiveViewerStarter(Protocol):
         ...
 
 
+VIEWERS: Registry[LiveViewerStarter] = Registry("live viewer", group=VIEWER_GROUP)
+"""The live viewers by name (`live`: the one `--view` starts)."""
+
+
 class NoViewerError(RuntimeError):
     """No package registers a live viewer (the annotation package is not installed)."""
 
@@ -138,8 +135,6 @@ def start_live_viewer(folder: Path, port: int | None = None) -> LiveViewer:
     Raises:
         RuntimeError: It could not start, or none is registered (`NoViewerError`).
     """
-    for entry in entry_points(VIEWER_GROUP):
-        if entry.name == "live":
-            start: LiveViewerStarter = entry.load()
-            return start(folder, port=port)
-    raise NoViewerError(f"no live viewer is installed (entry point {VIEWER_GROUP}: live)")
+    if "live" not in VIEWERS:
+        raise NoViewerError(f"no live viewer is installed (entry point {VIEWER_GROUP}: live)")
+    return VIEWERS.get("live")(folder, port=port)

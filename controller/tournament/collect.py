@@ -27,7 +27,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from controller.events import Decision, Kill, TaskDone
-from controller.record import ARIA_AXES as AXES
 from controller.record import NotAGameLog, RunRecord, Side, calls_of, has_log
 from controller.tournament.manifest import read_manifest
 from controller.tournament.process import read_summary
@@ -65,11 +64,10 @@ GAME_COLUMNS = (
     "impostor_model",
     "crew_agent",
     "crew_model",
-    *(f"impostor.{a}" for a in AXES),
-    *(f"crew.{a}" for a in AXES),
 )
-"""`impostor_model`/`crew_model` are each side's backend address and `impostor.<axis>`/
-`crew.<axis>` its ARIA axes (null for a side without them), from the record's set-up."""
+"""`impostor_model`/`crew_model` are each side's backend address, from the record's set-up.
+After them come `impostor.<axis>` and `crew.<axis>` for every ablation axis a side of
+the study declared (`SideFacts.axes`: ARIA's five), null for a side without it."""
 
 SEAT_COLUMNS = (
     "game_id",
@@ -82,7 +80,6 @@ SEAT_COLUMNS = (
     "agent_kind",
     "backend",
     "model",
-    *AXES,
     "alive_at_end",
     "final_status",
     "kills",
@@ -96,6 +93,8 @@ SEAT_COLUMNS = (
     "tokens_cached",
     "cost_usd",
 )
+"""After `model`, the seat's side's value of every ablation axis of the study (below)."""
+_SEAT_AXES_AFTER = SEAT_COLUMNS.index("model") + 1
 
 
 class CollectError(ValueError):
@@ -161,12 +160,14 @@ def _design_row(
     return row
 
 
-def _side_columns(crew: Side, impostor: Side) -> dict[str, Any]:
+def _side_columns(crew: Side, impostor: Side, axes: dict[str, None]) -> dict[str, Any]:
+    """A game's side columns; the axes its sides declare are added to `axes`."""
     out: dict[str, Any] = {}
     for name, side in (("impostor", impostor), ("crew", crew)):
         out[f"{name}_agent"] = side.agent
         out[f"{name}_model"] = side.backend
-        out.update({f"{name}.{a}": side.axes.get(a) for a in AXES})
+        out.update({f"{name}.{a}": v for a, v in side.axes.items()})
+        axes.update(dict.fromkeys(side.facts.axes))
     return out
 
 
@@ -231,7 +232,7 @@ def _seat_rows(
                 "agent_kind": agent.kind,
                 "backend": agent.backend,
                 "model": agent.model,
-                **{axis: agent.spec.get(axis) for axis in AXES},
+                **{axis: agent.spec.get(axis) for axis in agent.axes_of},
                 "alive_at_end": None if status is None else status == "alive",
                 "final_status": status,
                 **per[seat],
@@ -286,6 +287,7 @@ def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
             counted[key] = run
     game_rows: list[dict[str, Any]] = []
     seat_rows: list[dict[str, Any]] = []
+    axes: dict[str, None] = {}
     for i, (arm, seed, attempt, run) in enumerate(runs):
         s = summaries[run] or {}
         counts = s.get("counts") or {}
@@ -323,12 +325,12 @@ def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
         )
         record = _record(run)
         if record is not None:
-            game_rows[-1].update(_side_columns(record.setup.crew, record.setup.impostor))
+            game_rows[-1].update(_side_columns(record.setup.crew, record.setup.impostor, axes))
         elif s.get("config"):
             cfg = s["config"]
             game_rows[-1].update(
                 _side_columns(
-                    Side.from_config(cfg.get("crew")), Side.from_config(cfg.get("impostor"))
+                    Side.from_config(cfg.get("crew")), Side.from_config(cfg.get("impostor")), axes
                 )
             )
         if s and record is not None:
@@ -338,8 +340,20 @@ def collect(out: Path, progress: Callable[[str], None] | None = None) -> Tables:
     results = out / "results"
     results.mkdir(exist_ok=True)
     games_path, seats_path = (results / name for name in TABLES)
-    _write(game_rows, GAME_COLUMNS + design, games_path, design_types)
-    _write(seat_rows, SEAT_COLUMNS + design, seats_path, design_types)
+    game_columns = (
+        *GAME_COLUMNS,
+        *(f"impostor.{a}" for a in axes),
+        *(f"crew.{a}" for a in axes),
+        *design,
+    )
+    seat_columns = (
+        *SEAT_COLUMNS[:_SEAT_AXES_AFTER],
+        *axes,
+        *SEAT_COLUMNS[_SEAT_AXES_AFTER:],
+        *design,
+    )
+    _write(game_rows, game_columns, games_path, design_types)
+    _write(seat_rows, seat_columns, seats_path, design_types)
     return Tables(games_path, seats_path, len(game_rows), len(seat_rows))
 
 

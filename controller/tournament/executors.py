@@ -19,9 +19,11 @@ from typing import Literal, Protocol
 from controller.tournament.process import GameJob, ProcessReport, run_game_process
 from controller.tournament.warm import WarmWorker
 
-WARM_WORLDS = frozenset({"minecraft"})
-"""Worlds the local executor plays on warm workers by default: a fake-world game is a
-fraction of a second after its start-up, so it keeps a process of its own."""
+WARM_WORLDS = frozenset({"minecraft", "fake"})
+"""Worlds the local executor plays on warm workers by default: both. A fake-world game
+is a fraction of a second after its Python start-up, so a warm worker halves a study of
+short fake games (8 games: 20.3 s in a process each, 10.7 s on warm workers), with the
+same rule events and tables (apart from `game_id` and `wall_seconds`)."""
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from harness_aria.backends.base import (
 from harness_aria.backends.fake import DEFAULT_RESPONSES, FakeBackend
 from harness_aria.backends.registry import (
     BACKENDS,
-    VALID_FORMS,
     check_credentials,
     make_backend,
     parse_address,
+    valid_forms,
 )
 from harness_aria.backends.settings import DEFAULT_PRICES, BackendSettings, ModelPrice
 
@@ -28,7 +28,7 @@ __all__ = [
     "BACKENDS",
     "DEFAULT_PRICES",
     "DEFAULT_RESPONSES",
-    "VALID_FORMS",
+    "valid_forms",
     "Backend",
     "BackendError",
     "BackendSettings",

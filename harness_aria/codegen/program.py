@@ -30,6 +30,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from controller.actions import AnyAction, Follow, GoTo, Look, PressButton, UseStation, dump_actions
 from controller.events import Vec3
 from controller.observation import Observation
 from harness_aria.codegen.translate import STATION_BLOCK, Refused, Scene, translate
@@ -73,7 +74,7 @@ class Plan:
 class Written:
     """A codegen decision's outcome: what the module's result holds."""
 
-    actions: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[AnyAction] = field(default_factory=list)
     reasoning: str = ""
     narration: str = ""
     memo: str = ""
@@ -82,7 +83,7 @@ class Written:
 
     def result_fields(self) -> dict[str, Any]:
         """The keyword arguments of the module's `ModuleResult`."""
-        return dataclasses.asdict(self)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 def fmt(pos: Vec3) -> str:
@@ -162,7 +163,7 @@ def scene_of(tk: Toolkit) -> Scene:
     )
 
 
-def wander(geometry: ShipGeometry, pos: Vec3, key: str) -> list[dict[str, Any]]:
+def wander(geometry: ShipGeometry, pos: Vec3, key: str) -> list[AnyAction]:
     """The reference's fallback: a walk to a random point up to `WANDER_BLOCKS` blocks
     away on each axis, drawn from `key` (the agent, the step and its tick: the same game
     draws the same point). The point is moved to the nearest floor cell the bot can walk
@@ -182,25 +183,25 @@ def wander(geometry: ShipGeometry, pos: Vec3, key: str) -> list[dict[str, Any]]:
         if open_:
             best = min(open_, key=lambda c: (math.dist(c, aim), c))
             x, y, z = geometry.stand_pos(best)
-            return [{"op": "go_to", "pos": [x, y, z]}]
+            return [GoTo(pos=(x, y, z))]
     return []
 
 
-def _memo(actions: list[dict[str, Any]], impostor: bool) -> str:
+def _memo(actions: list[AnyAction], impostor: bool) -> str:
     """What memory keeps of the program: what it set in motion."""
     for a in actions:
-        op = a.get("op")
-        if op == "use_station":
-            return f"{'faked' if impostor else 'did'} task at station {a['station']}"
-        if op == "follow":
-            return f"followed {a['agent']}"
-        if op == "press_button":
+        if isinstance(a, UseStation):
+            return f"{'faked' if impostor else 'did'} task at station {a.station}"
+        if isinstance(a, Follow):
+            return f"followed {a.agent}"
+        if isinstance(a, PressButton):
             return "pressed the emergency button"
-        if op == "go_to":
-            where = a.get("room") or (
-                f"station {a['station']}" if a.get("station") is not None else None
-            )
-            return f"went to {where}" if where else "walked to " + fmt(tuple(a["pos"]))
+        if isinstance(a, GoTo):
+            where = a.room or (f"station {a.station}" if a.station is not None else None)
+            if where:
+                return f"went to {where}"
+            assert a.pos is not None  # a GoTo names exactly one of room, station, pos
+            return "walked to " + fmt(a.pos)
     return "waited" if actions else "stood still"
 
 
@@ -259,7 +260,7 @@ async def write_program(tk: Toolkit, plan: Plan, *, reasoning: str, intent: str)
     record = tk.calls[-1]
     if record.error_class:
         return Written(invalid=tk.last_error(), memo="no program (codegen call failed)")
-    crew_look = [] if tk.impostor else [{"op": "look", "behind": True}]
+    crew_look: list[AnyAction] = [] if tk.impostor else [Look(behind=True)]
     code = answer.get("code") if answer is not None else None
     try:
         if answer is None:
@@ -288,7 +289,7 @@ async def write_program(tk: Toolkit, plan: Plan, *, reasoning: str, intent: str)
         )
     record.extra["codegen"] = {
         "status": "translated",
-        "program": done.actions,
+        "program": dump_actions(done.actions),
         "notes": done.notes,
         "intent": done.intent,
         "plan": plan.line,

@@ -28,7 +28,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from controller.programs import MAX_ACTIONS, MAX_WAIT_TICKS
+from controller.actions import (
+    MAX_ACTIONS,
+    MAX_WAIT_TICKS,
+    AnyAction,
+    Follow,
+    GoTo,
+    PressButton,
+    UseStation,
+    Wait,
+)
 from harness_aria.codegen.parser import JsSyntaxError, parse_js
 
 Node = dict[str, Any]
@@ -157,7 +166,7 @@ class Translation:
     """A translated program: its primitives, the impostor's intent line, and what the
     translation noted (calls that do nothing, merges, clamps)."""
 
-    actions: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[AnyAction] = field(default_factory=list)
     intent: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -912,30 +921,21 @@ class _Walker:
             raise self.refuse(node, "goto takes one goal (GoalNear, GoalXZ or GoalBlock)")
         goal: Goal = args[0]
         if goal.of is not None:
-            self.emit(
-                node,
-                {
-                    "op": "follow",
-                    "agent": goal.of,
-                    "distance": round(min(16.0, max(1.0, goal.range)), 2),
-                    "ticks": FOLLOW_TICKS,
-                },
-            )
+            distance = round(min(16.0, max(1.0, goal.range)), 2)
+            self.emit(node, Follow(agent=goal.of, distance=distance, ticks=FOLLOW_TICKS))
             self.pos = self.scene.players.get(goal.of, self.pos)
             return UNDEFINED
         point: Vec3 = (goal.x, self.scene.pos[1], goal.z)
         station = _nearest(self.scene.stations, point, NEAR)
         room = _nearest(self.scene.rooms, point, NEAR)
         if station is not None:
-            self.emit(node, {"op": "go_to", "station": station})
+            self.emit(node, GoTo(station=station))
             self.pos = self.scene.stations[station]
         elif room is not None:
-            self.emit(node, {"op": "go_to", "room": room})
+            self.emit(node, GoTo(room=room))
             self.pos = self.scene.rooms[room]
         else:
-            self.emit(
-                node, {"op": "go_to", "pos": [round(point[0], 2), point[1], round(point[2], 2)]}
-            )
+            self.emit(node, GoTo(pos=(round(point[0], 2), point[1], round(point[2], 2))))
             self.pos = point
         return UNDEFINED
 
@@ -950,7 +950,7 @@ class _Walker:
             self.out.notes.append(f"wait of {ticks} ticks cut to {MAX_WAIT_TICKS}")
             ticks = MAX_WAIT_TICKS
         if ticks:
-            self.emit(node, {"op": "wait", "ticks": ticks})
+            self.emit(node, Wait(ticks=ticks))
         return UNDEFINED
 
     def _nearest_entity(self, node: Node, args: list[Any], awaited: bool) -> Any:
@@ -1018,11 +1018,11 @@ class _Walker:
             raise self.refuse(node, "activateBlock takes a block (bot.blockAt(...))")
         if block.kind == "station":
             assert block.station is not None
-            self.emit(node, {"op": "use_station", "station": block.station})
+            self.emit(node, UseStation(station=block.station))
             self.pos = self.scene.stations[block.station]
             self.absorbed = False
         elif block.kind == "button":
-            self.emit(node, {"op": "press_button"})
+            self.emit(node, PressButton())
             if self.scene.button is not None:
                 self.pos = self.scene.button
         else:
@@ -1079,29 +1079,31 @@ class _Walker:
         return float(fns[name](*values))
 
     # -- primitives ----------------------------------------------------------------------
-    def emit(self, node: Node, action: dict[str, Any]) -> None:
+    def emit(self, node: Node, action: AnyAction) -> None:
         """Add a primitive, merging what the walk would otherwise repeat."""
         if self.filters:
             raise self.refuse(node, "a filter may only read, not act")
         actions = self.out.actions
         last = actions[-1] if actions else None
-        op = action["op"]
-        if op == "wait" and last is not None:
-            if last["op"] == "use_station" and not self.absorbed:
+        op = action.op
+        if isinstance(action, Wait) and last is not None:
+            if isinstance(last, UseStation) and not self.absorbed:
                 self.absorbed = True
                 self.out.notes.append(
                     "the wait after a station's activation is the task's own (use_station)"
                 )
                 return
-            if last["op"] == "wait":
-                total = last["ticks"] + action["ticks"]
-                last["ticks"] = min(MAX_WAIT_TICKS, total)
+            if isinstance(last, Wait):
+                total = last.ticks + action.ticks
+                actions[-1] = Wait(ticks=min(MAX_WAIT_TICKS, total))
                 if total > MAX_WAIT_TICKS:
                     self.out.notes.append(f"waits cut to {MAX_WAIT_TICKS} ticks")
                 return
-        if op in ("use_station", "press_button") and last is not None and last["op"] == "go_to":
+        if isinstance(action, UseStation | PressButton) and isinstance(last, GoTo):
             target = (
-                self.scene.stations[action["station"]] if op == "use_station" else self.scene.button
+                self.scene.stations[action.station]
+                if isinstance(action, UseStation)
+                else self.scene.button
             )
             if target is not None and _horizontal(self._go_to_point(last), target) <= MERGE:
                 actions.pop()
@@ -1110,12 +1112,13 @@ class _Walker:
         if len(actions) > MAX_PROGRAM_ACTIONS:
             raise self.refuse(node, f"more than {MAX_PROGRAM_ACTIONS} actions")
 
-    def _go_to_point(self, action: dict[str, Any]) -> Vec3:
-        if action.get("station") is not None:
-            return self.scene.stations[action["station"]]
-        if action.get("room") is not None:
-            return self.scene.rooms[action["room"]]
-        x, y, z = action["pos"]
+    def _go_to_point(self, action: GoTo) -> Vec3:
+        if action.station is not None:
+            return self.scene.stations[action.station]
+        if action.room is not None:
+            return self.scene.rooms[action.room]
+        assert action.pos is not None  # a GoTo names exactly one of the three
+        x, y, z = action.pos
         return (float(x), float(y), float(z))
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
+from controller.actions import AnyAction, dump_actions
 from controller.observation import Observation, OwnAction
 from harness_aria.spec import AriaSpec, Catalogue
 
@@ -88,11 +89,12 @@ def worth_remembering(a: OwnAction) -> bool:
     return not (a.kind == "program_ended" and a.detail in ROUTINE_ENDINGS)
 
 
-def describe_program(actions: list[dict[str, object]]) -> str:
-    """A program in words for the skill memory, e.g. `use_station 2, look behind`."""
+def describe_program(actions: Sequence[AnyAction]) -> str:
+    """A program in words for the skill memory, e.g. `use_station 2, look behind`: each
+    action's op, then the fields its builder gave, in the order the log writes them."""
     parts = []
-    for a in actions:
-        words = [str(a.get("op", "?"))]
+    for a in dump_actions(actions):
+        words = [str(a["op"])]
         for key, value in a.items():
             if key == "op" or value is None or value is False:
                 continue

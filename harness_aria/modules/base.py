@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from controller.actions import AnyAction
 from harness_aria.parsing import AnswerReader
 from harness_aria.toolkit import Choice, Toolkit
 
@@ -14,7 +15,7 @@ from harness_aria.toolkit import Choice, Toolkit
 class ModuleResult:
     """A module's output: the program actions (whitelisted primitives) and why."""
 
-    actions: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[AnyAction] = field(default_factory=list)
     vote: str | None = None
     reasoning: str = ""
     narration: str = ""
@@ -48,7 +49,7 @@ class FollowsUp(Protocol):
     """A module with work at the step after a program: SURVEILLANCE judges the frame a
     look behind turned to."""
 
-    async def follow_up(self, tk: Toolkit, last: Sequence[dict[str, Any]]) -> None:
+    async def follow_up(self, tk: Toolkit, last: Sequence[AnyAction]) -> None:
         """Called at each free-roam decision (not a continuation) before anything is
         chosen, with the actions of the agent's last free-roam program (empty if none).
         """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from controller.actions import PressButton, Wait
 from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.modules.registry import register_module
@@ -30,7 +31,7 @@ class EmergencyModule:
         if tk.spec.module_calls == "needed":
             # The planner's EMERGENCY is the decision to call: no second question.
             return ModuleResult(
-                actions=[{"op": "press_button"}],
+                actions=[PressButton()],
                 reasoning=choice.reasoning,
                 narration=choice.intent,
                 memo="called an emergency meeting",
@@ -50,13 +51,13 @@ class EmergencyModule:
             )
         if call == "yes":
             return ModuleResult(
-                actions=[{"op": "press_button"}],
+                actions=[PressButton()],
                 reasoning=reasoning,
                 narration=intent,
                 memo="called an emergency meeting",
             )
         return ModuleResult(
-            actions=[{"op": "wait", "ticks": 10}],
+            actions=[Wait(ticks=10)],
             reasoning=reasoning,
             narration=intent,
             memo="decided not to call a meeting",

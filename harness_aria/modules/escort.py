@@ -7,6 +7,7 @@ module: it registers when it is offered, its budget and its planner target here.
 
 from __future__ import annotations
 
+from controller.actions import Follow
 from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.modules.registry import Target, register_module
@@ -62,14 +63,7 @@ class EscortModule:
                 invalid=f"escort answer names no player in view: {answer}", memo="no escort"
             )
         return ModuleResult(
-            actions=[
-                {
-                    "op": "follow",
-                    "agent": player,
-                    "distance": ESCORT_DISTANCE,
-                    "ticks": ESCORT_TICKS,
-                }
-            ],
+            actions=[Follow(agent=player, distance=ESCORT_DISTANCE, ticks=ESCORT_TICKS)],
             reasoning=read.text("reasoning"),
             memo=f"stayed with {player}",
         )

@@ -62,6 +62,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from controller.actions import AnyAction, Follow, GoTo, KillTarget, Look, StrikeGuard
 from controller.events import Vec3
 from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, failed, reader
@@ -258,7 +259,7 @@ class KillModule:
         room = rooms[obs.step % len(rooms)]
         who = f"{unseen} was never seen" if unseen else "no crewmate known"
         return ModuleResult(
-            actions=[{"op": "go_to", "room": room}],
+            actions=[GoTo(room=room)],
             reasoning=f"{who}; search {room}",
             narration=choice.intent
             or (f"looking for {unseen}" if unseen else "looking for someone to kill"),
@@ -271,12 +272,12 @@ class KillModule:
         walk to where it was last seen."""
         obs = tk.obs
         if by_roster:
-            action = _follow(target, CLOSE_IN)
+            action: AnyAction = _follow(target, CLOSE_IN)
             where = f"{target} by the roster ({tk.geometry.room_at(obs.roster[target].pos)})"
         else:
             pos = _last_known(obs, target)
             assert pos is not None  # a picked or named target is known
-            action = {"op": "go_to", "pos": list(pos)}
+            action = GoTo(pos=pos)
             where = f"where {target} was last seen ({tk.geometry.room_at(pos)})"
         return ModuleResult(
             actions=[action],
@@ -303,7 +304,7 @@ class KillModule:
         if seen_now(obs, target) is None:
             pos = _last_known(obs, target)
             assert pos is not None
-            actions: list[dict[str, Any]] = [{"op": "go_to", "pos": list(pos)}]
+            actions: list[AnyAction] = [GoTo(pos=pos)]
         else:
             actions = [_follow(target, SHADOW)]
         return ModuleResult(
@@ -329,16 +330,11 @@ class KillModule:
         stands) unless the assist `AriaSpec.strike_guard` is on: then `around`
         (privileged) or `sight` (ego), re-checked by the rules at the strike's tick. The
         action always names its guard, so the decision's log shows it."""
-        guard = "none"
+        guard: StrikeGuard = "none"
         if tk.spec.strike_guard:
             guard = "around" if tk.spec.state == "privileged" else "sight"
-        kill: dict[str, Any] = {
-            "op": "kill",
-            "target": target,
-            "max_distance": LEASH,
-            "guard": guard,
-        }
-        actions = [{"op": "look", "behind": True}, kill] if turn else [kill]
+        kill = KillTarget(target=target, max_distance=LEASH, guard=guard)
+        actions: list[AnyAction] = [Look(behind=True), kill] if turn else [kill]
         return ModuleResult(
             actions=actions,
             reasoning=why,
@@ -359,7 +355,7 @@ class KillModule:
         self.pending = PendingScan(target=target, step=tk.obs.step)
         near = distance <= STRIKE_REACH
         return ModuleResult(
-            actions=[_follow(target, CLOSE_IN), {"op": "look", "behind": True}],
+            actions=[_follow(target, CLOSE_IN), Look(behind=True)],
             reasoning=f"no witness ahead; stay with {target} and check behind",
             narration=intent or f"closing in on {target}",
             memo=f"DEFER kill of {target}: scanning behind before the strike",
@@ -372,7 +368,7 @@ class KillModule:
         half turned back to at the strike's tick)."""
         obs = tk.obs
         intent = choice.intent
-        back = [{"op": "look", "behind": True}]
+        back: list[AnyAction] = [Look(behind=True)]
         if target not in _crewmates(obs):
             return ModuleResult(
                 actions=back,
@@ -409,7 +405,7 @@ class KillModule:
             distance = math.dist(obs.pos, pos)
             self.pending = PendingScan(target=target, step=obs.step)
             return ModuleResult(
-                actions=[_follow(target, CLOSE_IN), {"op": "look", "behind": True}],
+                actions=[_follow(target, CLOSE_IN), Look(behind=True)],
                 reasoning=f"{target} walked off ({distance:.1f} blocks); follow and scan again",
                 narration=intent,
                 memo=f"DEFER kill of {target}: it got {distance:.0f} blocks away",
@@ -442,8 +438,8 @@ class KillModule:
         )
 
 
-def _follow(target: str, distance: float) -> dict[str, Any]:
-    return {"op": "follow", "agent": target, "distance": distance, "ticks": FOLLOW_TICKS}
+def _follow(target: str, distance: float) -> Follow:
+    return Follow(agent=target, distance=distance, ticks=FOLLOW_TICKS)
 
 
 def _unusable(tk: Toolkit, what: str) -> ModuleResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from controller.actions import Say, build_action
 from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.modules.registry import register_module
 from harness_aria.toolkit import Choice, Toolkit
@@ -33,8 +34,11 @@ class MeetingModule:
         blamed = read.choice("suspicion_cast_on", m.order)
         if blamed and blamed != obs.agent:
             tk.memory.adjust(blamed, BLAME_DELTA, "I accused them in the meeting")
+        say = build_action(Say, text=said)
+        if isinstance(say, str):  # a line the chat rule refuses: the model's to answer for
+            return ModuleResult(invalid=f"meeting answer: {say}", memo="said nothing")
         return ModuleResult(
-            actions=[{"op": "say", "text": said}],
+            actions=[say],
             reasoning=read.text("reasoning"),
             narration=read.text("intent"),
             memo=f'said: "{said}"',

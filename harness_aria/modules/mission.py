@@ -7,8 +7,7 @@ the station, activate it, stand still) in a codegen call, translated by
 
 from __future__ import annotations
 
-from typing import Any
-
+from controller.actions import AnyAction, Look, UseStation
 from controller.observation import Observation
 from harness_aria.codegen import BUDGET as CODEGEN_BUDGET
 from harness_aria.codegen import PURPOSE as CODEGEN
@@ -96,9 +95,9 @@ async def _program(tk: Toolkit, station: int, *, reasoning: str, intent: str) ->
 
 def _use(tk: Toolkit, station: int, *, reasoning: str, intent: str) -> ModuleResult:
     """Use a station; crewmates look around afterwards."""
-    actions: list[dict[str, Any]] = [{"op": "use_station", "station": station}]
+    actions: list[AnyAction] = [UseStation(station=station)]
     if not tk.impostor:
-        actions.append({"op": "look", "behind": True})
+        actions.append(Look(behind=True))
     return ModuleResult(
         actions=actions,
         reasoning=reasoning,

@@ -7,6 +7,7 @@ the module builds it from primitives itself.
 
 from __future__ import annotations
 
+from controller.actions import AnyAction, Follow, GoTo, Look
 from controller.observation import Observation
 from harness_aria.codegen import BUDGET as CODEGEN_BUDGET
 from harness_aria.codegen import PURPOSE as CODEGEN
@@ -88,13 +89,13 @@ def _walk(
     tk: Toolkit, follow: str | None, room: str | None, *, reasoning: str, intent: str
 ) -> ModuleResult:
     """Follow a player (preferred) or walk to a room; crewmates look around afterwards."""
-    actions: list[dict[str, object]]
+    actions: list[AnyAction]
     if follow:
-        actions = [{"op": "follow", "agent": follow, "distance": 3.0, "ticks": 100}]
+        actions = [Follow(agent=follow, distance=3.0, ticks=100)]
         memo = f"followed {follow}"
     else:
-        actions = [{"op": "go_to", "room": room}]
+        actions = [GoTo(room=room)]
         memo = f"went to {room}"
     if not tk.impostor:
-        actions.append({"op": "look", "behind": True})
+        actions.append(Look(behind=True))
     return ModuleResult(actions=actions, reasoning=reasoning, narration=intent, memo=memo)

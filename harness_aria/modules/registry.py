@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from controller.observation import Observation
+from controller.registry import Registry
 from harness_aria.toolkit import Budget, register_budgets
 
 if TYPE_CHECKING:
@@ -77,8 +78,17 @@ class ModuleEntry:
     number: int | None = None
 
 
-_ENTRIES: dict[str, ModuleEntry] = {}
-_discovered = False
+def _import_files() -> None:
+    """Import every file of `harness_aria.modules`, so each registers itself."""
+    package = importlib.import_module(__package__ or "harness_aria.modules")
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+
+
+MODULES: Registry[ModuleEntry] = Registry(
+    "decision module", load=_import_files, error=RegistryError, unknown=KeyError
+)
+"""The decision modules by name, every file of the package imported on first lookup."""
 _C = TypeVar("_C", bound=type)
 
 
@@ -121,7 +131,7 @@ def register_module(
     """
 
     def add(cls: _C) -> _C:
-        if name in _ENTRIES:
+        if MODULES.held(name):
             raise RegistryError(f"module {name!r} is registered twice")
         own = getattr(cls, "name", name)
         if own != name:
@@ -129,17 +139,20 @@ def register_module(
         if phase == "free_roam" and offered is None:
             raise RegistryError(f"module {name!r}: a free-roam module needs `offered`")
         register_budgets(f"module {name}", budgets)
-        _ENTRIES[name] = ModuleEntry(
-            name=name,
-            make=cast("Callable[[], Module]", cls),
-            budgets=dict(budgets),
-            phase=phase,
-            offered=offered,
-            rank=rank,
-            target=target,
-            continues=continues,
-            default=default,
-            number=number,
+        MODULES.register(
+            name,
+            ModuleEntry(
+                name=name,
+                make=cast("Callable[[], Module]", cls),
+                budgets=dict(budgets),
+                phase=phase,
+                offered=offered,
+                rank=rank,
+                target=target,
+                continues=continues,
+                default=default,
+                number=number,
+            ),
         )
         return cls
 
@@ -148,20 +161,14 @@ def register_module(
 
 def discover() -> None:
     """Import every file of `harness_aria.modules` (once), so each registers itself."""
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    package = importlib.import_module(__package__ or "harness_aria.modules")
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        importlib.import_module(f"{package.__name__}.{info.name}")
+    MODULES.load()
 
 
 def registered() -> list[ModuleEntry]:
     """Every registered module: the reference's eight by `number`, then the rest by name."""
     discover()
     return sorted(
-        _ENTRIES.values(),
+        MODULES.values(),
         key=lambda e: (e.number is None, e.number if e.number is not None else 0, e.name),
     )
 
@@ -172,11 +179,10 @@ def entry(name: str) -> ModuleEntry:
     Raises:
         KeyError: no module of that name, with the registered names.
     """
-    discover()
-    if name not in _ENTRIES:
+    if name not in MODULES:
         known = ", ".join(e.name for e in registered())
         raise KeyError(f"no decision module {name!r} (registered: {known})")
-    return _ENTRIES[name]
+    return MODULES[name]
 
 
 def optional_names() -> list[str]:
@@ -199,7 +205,7 @@ def check_extra_modules(names: tuple[str, ...]) -> tuple[str, ...]:
         if name not in optional:
             why = (
                 "is on in every game already"
-                if name in _ENTRIES
+                if name in MODULES
                 else "is not a registered decision module"
             )
             raise ValueError(

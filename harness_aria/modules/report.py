@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from controller.actions import GoTo, ReportBody
 from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, failed, reader
 from harness_aria.modules.registry import register_module
@@ -41,7 +42,7 @@ class ReportModule:
             # The planner's REPORT is the decision to report (an impostor that would
             # rather walk away chooses MOVE): no second question.
             return ModuleResult(
-                actions=[{"op": "report", "body": victim}],
+                actions=[ReportBody(body=victim)],
                 reasoning=choice.reasoning,
                 narration=choice.intent,
                 memo=f"reported {victim}'s body",
@@ -63,7 +64,7 @@ class ReportModule:
             )
         if report == "yes":
             return ModuleResult(
-                actions=[{"op": "report", "body": victim}],
+                actions=[ReportBody(body=victim)],
                 reasoning=reasoning,
                 narration=intent,
                 memo=f"reported {victim}'s body",
@@ -73,7 +74,7 @@ class ReportModule:
             tk.geometry.rooms, key=lambda r: math.dist(tk.geometry.room_center(r), bodies[victim])
         )
         return ModuleResult(
-            actions=[{"op": "go_to", "room": far}],
+            actions=[GoTo(room=far)],
             reasoning=reasoning,
             narration=intent,
             memo=f"did not report {victim}'s body",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from controller.actions import AnyAction, Look
 from controller.observation import Observation
 from harness_aria.modules.base import ModuleResult, reader
 from harness_aria.modules.registry import register_module
@@ -39,17 +39,17 @@ class SurveillanceModule:
 
     name = "SURVEILLANCE"
 
-    async def follow_up(self, tk: Toolkit, last: Sequence[dict[str, Any]]) -> None:
+    async def follow_up(self, tk: Toolkit, last: Sequence[AnyAction]) -> None:
         """A crewmate's last free-roam program looked behind (SURVEILLANCE, or the look
         MOVE and MISSION end with) and the look ran: judge the frame it turned to."""
-        looked = any(a.get("op") == "look" and a.get("behind") for a in last)
+        looked = any(isinstance(a, Look) and a.behind for a in last)
         if looked and tk.obs.role == "crewmate" and look_ran(tk.obs):
             await self.observe(tk)
 
     async def run(self, tk: Toolkit, choice: Choice) -> ModuleResult:
         """Look behind; the next observation's frame is judged by `observe`."""
         return ModuleResult(
-            actions=[{"op": "look", "behind": True}],
+            actions=[Look(behind=True)],
             reasoning=choice.reasoning or "look around",
             memo="looked around",
         )

@@ -15,6 +15,7 @@ from annotation.llm import make_judge
 from annotation.report import document as report
 from annotation.report.document import ReportContext, Section, Text
 from controller.cli import main
+from controller.registry import Registry
 from harness_aria.backends import ModelRequest
 from testkit.logs import random_game
 
@@ -185,8 +186,7 @@ def test_registered_section_providers_are_called_and_failures_shown(
     def broken(context: ReportContext) -> list[Section]:
         raise RuntimeError("no audit")
 
-    monkeypatch.setattr(report, "SECTION_PROVIDERS", {})
-    monkeypatch.setattr(report, "_REGISTERED", {})
+    monkeypatch.setattr(report, "SECTIONS", Registry("report section provider (test)"))
     report.register_section_provider("extra", sections)
     report.register_section_provider("broken", broken)
     ctx = ReportContext(folders=[tmp_path], games=pd.DataFrame(), out=tmp_path)

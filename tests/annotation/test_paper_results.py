@@ -6,7 +6,8 @@ fake world (ARIA on both sides), annotated by the detectors and a scripted judge
 reference profile's for the ARIA games, as `annotate` picks it), and analysed: an
 RQ1-shaped one (2 named fake backbones x 2 crew corners x 2 impostor axes, 2 seeds, plus
 a scripted control arm) and an RQ2-shaped 3-model round robin whose models answer
-through the local mock OpenAI endpoint. Every file the doc names for the study's design
+through the local mock OpenAI endpoint (the run's shared one, `MOCK_ROUND_ROBIN`, which
+the ratings tests read too). Every file the doc names for the study's design
 must be written, and every figure must be a readable, non-blank PNG with a title.
 
 The full RQ1 shape (16 impostor configurations, backbones served by the local mock
@@ -32,6 +33,7 @@ import yaml
 from annotation.report.figures import figure_title
 from annotation.report.results import RESULTS
 from harness_aria.backends import ModelRequest
+from testkit.games import MOCK_ROUND_ROBIN, GameStore
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "paper-results.md"
@@ -158,10 +160,6 @@ def play_annotate_analyze(
 ) -> Path:
     """Play the spec's study, annotate it (detectors and the scripted judge), analyse it;
     the analysis folder."""
-    from annotation.deception.annotate import annotate_runs
-    from annotation.llm import make_judge
-    from annotation.report.analysis import analyze
-
     path = base / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     study = base / "study"
@@ -174,6 +172,16 @@ def play_annotate_analyze(
         env={**os.environ, **(env or {})},
     )
     assert done.returncode == 0, done.stderr.decode()[-3000:]
+    return annotate_analyze(study, base)
+
+
+def annotate_analyze(study: Path, base: Path) -> Path:
+    """Annotate a played study (detectors and the scripted judge) and analyse it into
+    `base/analysis`; that folder."""
+    from annotation.deception.annotate import annotate_runs
+    from annotation.llm import make_judge
+    from annotation.report.analysis import analyze
+
     judge = make_judge("fake:judge", script=judge_script)
     totals = asyncio.run(annotate_runs([study], judge, progress=False))
     assert totals.accepted > 0 and not totals.judge_failed
@@ -211,39 +219,28 @@ def rq1_spec(backbones: dict[str, dict[str, Any]], axes: dict[str, list[str]]) -
 
 
 @pytest.fixture(scope="module")
-def rq1_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def rq1_out(fake_games: GameStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The RQ1-shaped study on two offline fake backbones (the run's store plays it),
+    annotated and analysed in a private copy."""
     backbones = {m: {"backend": f"fake:{m}"} for m in ("alpha", "beta")}
     axes = {"memory": ["window", "semantic"], "planning": ["reactive", "hierarchical"]}
-    return play_annotate_analyze(tmp_path_factory.mktemp("rq1"), rq1_spec(backbones, axes))
+    base = tmp_path_factory.mktemp("rq1")
+    study = fake_games.copy_study_to(base / "study", rq1_spec(backbones, axes))
+    return annotate_analyze(study, base)
 
 
 @pytest.fixture(scope="module")
-def rq2_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 3-model round robin whose models answer through the local mock OpenAI endpoint
-    (the real SDK, over HTTP)."""
-    from harness_aria.fake_answers import answer_http
-    from testkit.mock_api import MockAPIServer
-
-    with MockAPIServer(lambda rec: answer_http(rec.body)) as api:
-        spec = {
-            "name": "rq2-shape",
-            "world": "fake",
-            "seeds": SEEDS,
-            "base": {
-                "frames": "off",
-                "rules": RULES,
-                "crew": {"base_url": api.openai_base_url},
-                "impostor": {"base_url": api.openai_base_url},
-            },
-            "round_robin": {
-                "models": [f"openai-compatible:mock-{m}" for m in ("alpha", "beta", "gamma")]
-            },
-        }
-        out = play_annotate_analyze(
-            tmp_path_factory.mktemp("rq2"), spec, env={"OPENAI_COMPATIBLE_API_KEY": "sk-mock"}
-        )
-        assert api.requests, "the models were asked through the mock endpoint"
-    return out
+def rq2_out(fake_games: GameStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's shared mock round robin (`testkit.games.MOCK_ROUND_ROBIN`: 3 models
+    answering through the local mock OpenAI endpoint, the real SDK over HTTP, with a
+    ruler arm and a scripted control arm beside the round robin), annotated and
+    analysed in a private copy."""
+    assert fake_games.study_facts(MOCK_ROUND_ROBIN)["mock_api_requests"] > 0, (
+        "the models were asked through the mock endpoint"
+    )
+    base = tmp_path_factory.mktemp("rq2")
+    study = fake_games.copy_study_to(base / "study", MOCK_ROUND_ROBIN)
+    return annotate_analyze(study, base)
 
 
 def _check_files(out: Path, design: str) -> None:

@@ -459,7 +459,7 @@ def test_time_phrases_outside_the_vocabulary_are_the_round_in_quack() -> None:
 
 
 def test_rule_books_are_registered_and_unknown_ones_refused() -> None:
-    assert RULE_BOOKS == ("mineamongus", "quack")
+    assert RULE_BOOKS[:2] == ("mineamongus", "quack")  # the default first
     assert [rule_book(n).name for n in RULE_BOOKS] == list(RULE_BOOKS)
     with pytest.raises(ValueError, match="unknown rule book"):
         rule_book("werewolf")

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from annotation.ratings import (
     ALPHA,
@@ -37,6 +36,9 @@ from annotation.ratings import (
     tiers,
     type_labels,
 )
+from controller.vocabulary import SideFacts
+from testkit.games import MOCK_ROUND_ROBIN, GameStore
+from testkit.logs import sides_of
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPES = ["strong", "mid1", "mid2", "weak"]
@@ -300,6 +302,7 @@ def test_a_person_seat_is_its_own_type_named_as_recorded() -> None:
         "agents": ["red", "blue", "green", "pink"],
         "roles": {"red": "crewmate", "blue": "crewmate", "green": "impostor", "pink": "impostor"},
         "config": {"crew": {"agent": "scripted"}, "impostor": {"agent": "scripted"}},
+        "sides": {side: facts.model_dump(mode="json") for side, facts in sides_of({}).items()},
         "agent_specs": {
             "red": {"kind": "human", "name": "ann"},
             "blue": {"kind": "scripted"},
@@ -315,8 +318,42 @@ def test_a_person_seat_is_its_own_type_named_as_recorded() -> None:
     assert type_labels(list(sides_from_start(start))) == [RULER, "human"]
 
 
+def test_a_side_is_read_from_its_declared_facts_never_its_arguments() -> None:
+    facts = SideFacts(
+        kind="aria",
+        backend="openai:gpt-x",
+        model="gpt-x",
+        billed=True,
+        profile="reference",
+        settings={"profile": "reference", "zeta": "z", "alpha": "a", "window_k": 10},
+        axes=["zeta", "alpha"],
+    )
+    start: dict[str, Any] = {
+        "agents": ["red", "blue"],
+        "roles": {"red": "impostor", "blue": "crewmate"},
+        # arguments that say otherwise: never read
+        "config": {"impostor": {"agent": "aria", "args": {"backend": "openai:other"}}},
+        "sides": {
+            "impostor": facts.model_dump(mode="json"),
+            "crew": SideFacts(kind="scripted", backend="scripted").model_dump(mode="json"),
+        },
+    }
+    imp, crew = sides_from_start(start)
+    assert (imp.agent, imp.backend, imp.axes) == ("aria", "openai:gpt-x", ("zeta", "alpha"))
+    assert dict(imp.settings)["window_k"] == "10" and crew.agent == RULER
+    # the declared axes come after the profile, in the order the kind declared them
+    other = PlayedSide("aria", "openai:gpt-x", (("alpha", "b"), ("profile", "p"), ("zeta", "y")))
+    assert type_labels([imp, other]) == [
+        "gpt-x[profile=reference,zeta=z,alpha=a,window_k=10]",
+        "gpt-x[profile=p,zeta=y,alpha=b,window_k=-]",
+    ]
+    with pytest.raises(ValueError, match="no declared facts for the impostor side"):
+        sides_from_start({**start, "sides": {}})
+
+
 # ---------------------------------------------------------------------- fake-world studies
 def _rank(*args: str) -> subprocess.CompletedProcess[str]:
+    """`mineamongus rank ARGS` as a user runs it (its own process, a wide terminal)."""
     return subprocess.run(
         [sys.executable, "-m", "controller.cli", "rank", *args],
         cwd=ROOT,
@@ -327,54 +364,25 @@ def _rank(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _tournament(spec: dict[str, Any], base: Path, env: dict[str, str] | None = None) -> Path:
-    path = base / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    study = base / "study"
-    done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "tournament", str(path), "--out", str(study)]
-        + ["--workers", "2", "--plain"],
-        cwd=ROOT,
-        capture_output=True,
-        timeout=1800,
-        env={**os.environ, **(env or {})},
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    return study
+def _rank_here(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """`mineamongus rank ARGS` in this process: its exit code and what it wrote to stderr
+    (for the checks that read no table)."""
+    from controller.cli import main
+
+    try:
+        code = main(["rank", *args])
+    except SystemExit as exc:  # refused by the argument parser
+        code = exc.code if isinstance(exc.code, int) else 1
+    return code, capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
-def round_robin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """3 models served by the mock OpenAI endpoint in a round robin, an arm of one model
-    against the scripted crew, and a scripted control arm; 2 seeds, 12 steps."""
-    from harness_aria.fake_answers import answer_http
-    from testkit.mock_api import MockAPIServer
-
-    base = tmp_path_factory.mktemp("rank-rr")
-    with MockAPIServer(lambda rec: answer_http(rec.body)) as api:
-        side = {"base_url": api.openai_base_url}
-        models = [
-            {"backend": f"openai-compatible:mock-{m}", "label": m, "side": side}
-            for m in ("a", "b", "c")
-        ]
-        spec = {
-            "name": "rank-rr",
-            "world": "fake",
-            "seeds": [3, 4],
-            "control": True,
-            "base": {"frames": "off", "rules": {"max_steps": 12}},
-            "round_robin": {"models": models},
-            "arms": [
-                {
-                    "name": "ruler-i=a",
-                    "overrides": {
-                        "impostor": {"backend": "openai-compatible:mock-a", **side},
-                        "crew": {"backend": "scripted"},
-                    },
-                }
-            ],
-        }
-        return _tournament(spec, base, env={"OPENAI_COMPATIBLE_API_KEY": "sk-mock"})
+def round_robin(fake_games: GameStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's shared mock round robin (`testkit.games.MOCK_ROUND_ROBIN`): 3 models
+    served by the mock OpenAI endpoint in a round robin, an arm of one model against the
+    scripted crew, and a scripted control arm; 2 seeds, 12 steps. A private copy: `rank`
+    writes its board into the study."""
+    return fake_games.copy_study_to(tmp_path_factory.mktemp("rank-rr") / "study", MOCK_ROUND_ROBIN)
 
 
 def test_rank_prints_both_roles_of_every_model_and_the_ruler(round_robin: Path) -> None:
@@ -405,7 +413,9 @@ def test_rank_prints_both_roles_of_every_model_and_the_ruler(round_robin: Path) 
     check_against_libraries(board, matches.games)
 
 
-def test_analyze_writes_the_same_board_with_its_figure(round_robin: Path, tmp_path: Path) -> None:
+def test_analyze_writes_the_same_board_with_its_figure(
+    round_robin: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import annotation.report.ratings  # noqa: F401  (registers core.ratings)
     from annotation.report.analysis import analyze
     from annotation.report.figures import figure_title
@@ -414,7 +424,7 @@ def test_analyze_writes_the_same_board_with_its_figure(round_robin: Path, tmp_pa
     index = pd.read_csv(tmp_path / "tables" / "results_index.csv").set_index("result")
     assert index.loc["core.ratings", "status"] == "ok"
     ours = pd.read_csv(tmp_path / "tables" / "ratings.csv")
-    assert _rank(str(round_robin), "--boot", "200").returncode == 0
+    assert _rank_here(capsys, str(round_robin), "--boot", "200")[0] == 0
     rank = pd.read_csv(round_robin / "ranking" / "ratings.csv")
     cols = ["player", "role", "games", "wins", "bt", "bt_low", "bt_high", "mu", "rank", "group"]
     pd.testing.assert_frame_equal(ours[cols], rank[cols])
@@ -427,13 +437,15 @@ def test_analyze_writes_the_same_board_with_its_figure(round_robin: Path, tmp_pa
     assert "](figures/ratings.png)" in (tmp_path / "report.md").read_text()
 
 
-def test_rank_refuses_several_studies_without_out(round_robin: Path) -> None:
-    done = _rank(str(round_robin), str(round_robin))
-    assert done.returncode == 2 and "--out" in done.stderr
-    assert _rank(str(round_robin), "--boot", "10").returncode == 2
+def test_rank_refuses_several_studies_without_out(
+    round_robin: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _rank_here(capsys, str(round_robin), str(round_robin))
+    assert code == 2 and "--out" in err
+    assert _rank_here(capsys, str(round_robin), "--boot", "10")[0] == 2
 
 
-def test_a_game_with_a_person_seat_is_a_human_row(tmp_path: Path) -> None:
+def test_a_game_with_a_person_seat_is_a_human_row(fake_games: GameStore, tmp_path: Path) -> None:
     spec = {
         "name": "rank-human",
         "world": "fake",
@@ -455,7 +467,7 @@ def test_a_game_with_a_person_seat_is_a_human_row(tmp_path: Path) -> None:
             },
         ],
     }
-    study = _tournament(spec, tmp_path)
+    study = fake_games.copy_study_to(tmp_path / "study", spec)
     out = tmp_path / "board"
     done = _rank(str(study), "--out", str(out), "--boot", "100")
     assert done.returncode == 0, done.stderr

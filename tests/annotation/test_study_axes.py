@@ -4,17 +4,14 @@ annotated, analysed and collected: every table knows both arms, the model and th
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from controller.cli import main
+from testkit.games import GameStore
 
-ROOT = Path(__file__).resolve().parents[2]
 ARIA = {"agent": "aria", "args": {"backend": "fake"}}
 SPEC = {
     "name": "planning-axis",
@@ -27,19 +24,10 @@ ARMS = {"planning=reactive", "planning=hierarchical"}
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("axis-study")
-    spec = base / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    out = base / "study"
-    done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "tournament", str(spec), "--out", str(out)]
-        + ["--workers", "2", "--plain"],
-        cwd=ROOT,
-        capture_output=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
+def study(fake_games: GameStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The study played by the run's store (`mineamongus tournament`), annotated in a
+    private copy."""
+    out = fake_games.copy_study_to(tmp_path_factory.mktemp("axis-study") / "study", SPEC)
     assert main(["annotate", str(out), "--judge", "none", "--quiet"]) == 0
     return out
 

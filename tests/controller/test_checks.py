@@ -31,6 +31,7 @@ from controller.events import (
 )
 from controller.logcheck import CANCEL_SLACK_TICKS, derive_ending, log_violations
 from testkit.games import GameStore
+from testkit.logs import sides_of
 
 RICH_SEED = 78
 """A quick fake-world game (frames off) that shows every rule path the planted faults
@@ -515,6 +516,7 @@ def test_win_overturned_within_a_step() -> None:
         map="skeld",
         preset="quick",
         config={"rules": rules},
+        sides=sides_of({"rules": rules}),
     )
     evs: list[Event] = [
         start,

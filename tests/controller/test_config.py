@@ -71,3 +71,16 @@ def test_cli_plays_on_the_fake_world(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "step " in captured.err  # per-step progress
     assert (out / "events.jsonl").exists() and (out / "summary.json").exists()
     assert main(["play", "--world", "fake", "--out", str(out)]) == 2  # never overwrite a run
+
+
+def test_a_preset_is_read_once_and_each_caller_gets_its_own_copy() -> None:
+    from controller.config import _preset_data, preset_dict
+
+    first = preset_dict("quick")
+    tasks = first["rules"]["tasks_per_crewmate"]
+    first["rules"]["tasks_per_crewmate"] = tasks + 1
+    first["names"] = {"red": "James"}
+    second = preset_dict("quick")
+    assert second["rules"]["tasks_per_crewmate"] == tasks and "names" not in second
+    assert resolve_config("quick").rules.tasks_per_crewmate == tasks
+    assert _preset_data.cache_info().hits >= 1

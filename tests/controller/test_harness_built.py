@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from controller.actions import Follow
 from controller.agents.base import AgentDecision
 from controller.agents.scripted import ScriptedAgent
 from controller.config import resolve_config
@@ -35,7 +36,7 @@ class Planted:
     async def decide(self, obs: Observation) -> AgentDecision:
         if obs.phase == "free_roam" and obs.step == 1:
             return AgentDecision(
-                program=[{"op": "follow", "agent": "nobody", "ticks": 20}],
+                program=[Follow(agent="nobody", ticks=20)],
                 module="MOVE",
                 harness_built=self.harness_built,
             )

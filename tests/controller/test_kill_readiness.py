@@ -16,6 +16,7 @@ from controller.config import resolve_config
 from controller.engine import Engine
 from controller.events import GameStart, KillReady, read_events
 from controller.readiness import derive_kill_readiness, kill_readiness
+from controller.timeline import GameIndex
 from world.spec import load_map
 
 GAMES = (("quick", 3), ("quick", 8), ("paper", 5))
@@ -78,6 +79,26 @@ def test_the_logged_readiness_is_the_engines_at_every_step(
         assert {a: t for a, t in _ready_at(logged, tick).items() if a in engine_ready} == (
             engine_ready
         ), f"tick {tick}"
+
+
+@pytest.mark.parametrize(("preset", "seed"), GAMES)
+def test_what_the_analyses_read_is_the_engines_at_every_step(
+    played: Played, preset: str, seed: int
+) -> None:
+    """The readiness the audit reads (`Trajectory.kill_ready`, from the one index) and the
+    index's own answer are the engine's state at the start of every free-roam step."""
+    folder, seen = played[(preset, seed)]
+    traj = load_trajectory(folder)
+    index = GameIndex.of(read_events(folder / "events.jsonl"))
+    assert seen
+    for tick, engine_ready in seen:
+        from_traj: dict[str, int] = {}
+        for t, agent, ready in traj.kill_ready:
+            if t <= tick:
+                from_traj[agent] = ready
+        assert {a: r for a, r in from_traj.items() if a in engine_ready} == engine_ready
+        at = index.kill_ready_at(tick)
+        assert {a: r for a, r in at.items() if a in engine_ready} == engine_ready
 
 
 @pytest.mark.parametrize(("preset", "seed"), GAMES)

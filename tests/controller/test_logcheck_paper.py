@@ -29,6 +29,7 @@ from controller.events import (
     read_events,
 )
 from controller.logcheck import derive_ending, log_violations
+from controller.players import declared_sides
 from world.geometry import ShipGeometry
 from world.spec import load_map
 
@@ -63,6 +64,7 @@ class Scene:
                 map="skeld",
                 preset="quick",
                 config=config.model_dump(mode="json"),
+                sides=declared_sides(config),
                 names=config.player_names(),
                 step=0,
                 tick=0,

@@ -12,7 +12,6 @@ import pytest
 import mineamongus
 from controller.events import Decision, Eject, GameStart, Kill, LogVersionError
 from controller.record import (
-    ARIA_AXES,
     LOG_FILE,
     CallRecord,
     LogFollower,
@@ -28,8 +27,9 @@ from controller.record import (
     total_cost,
 )
 from controller.tournament.collect import collect
+from controller.upgrade import OLD_ARIA_AXES, upgrade_event
 from harness_aria.spec import AXES
-from testkit.logs import LogBuilder, described, resolved_config
+from testkit.logs import LogBuilder, described, resolved_config, sides_of
 
 ROOT = Path(__file__).resolve().parents[2]
 ARIA = {"agent": "aria", "args": {"backend": "fake"}}
@@ -49,8 +49,10 @@ def aria_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_axes_are_the_harness_axes() -> None:
-    assert ARIA_AXES == AXES
+def test_the_upgrader_knows_the_harness_axes() -> None:
+    # Logs before `game_start.sides` are read through the one function that knows
+    # ARIA's old config form; its axes are the harness's.
+    assert OLD_ARIA_AXES == AXES
 
 
 def test_a_real_game_reads_typed(aria_game: Path) -> None:
@@ -60,7 +62,13 @@ def test_a_real_game_reads_typed(aria_game: Path) -> None:
     assert setup.impostor.axes["planning"] == "hierarchical"
     assert setup.crew.axes["planning"] == "reactive"
     assert setup.axes["impostor.planning"] == "hierarchical"
-    assert set(setup.axes) == {f"{s}.{a}" for s in ("impostor", "crew") for a in ARIA_AXES}
+    assert set(setup.axes) == {f"{s}.{a}" for s in ("impostor", "crew") for a in AXES}
+    # The sides are the facts the `aria` kind declared at the start, not its parsed args.
+    impostor = record.start.sides["impostor"]
+    assert (impostor.kind, impostor.backend, impostor.billed) == ("aria", "fake", False)
+    assert impostor.axes == list(AXES) and impostor.profile == "reference"
+    assert impostor.settings["planning"] == "hierarchical" and "explicit" not in impostor.settings
+    assert record.summary is not None and record.summary.version == 3
     imp = next(a for a, r in record.start.roles.items() if r == "impostor")
     assert setup.seats[imp].kind == "aria" and setup.seats[imp].axes["planning"] == "hierarchical"
     assert setup.side_of(imp) is setup.impostor
@@ -118,17 +126,22 @@ def test_sides_in_every_layout() -> None:
 
 
 def test_typed_calls_keep_an_unknown_price_unknown() -> None:
-    d = Decision(
-        step=1,
-        tick=0,
-        agent="red",
-        phase="free_roam",
-        calls=[
+    # A v2 line: its calls were untyped dicts, so an unreadable one is upgraded to a
+    # failed call naming why (a v3 decision with such a call is refused when written).
+    line = {
+        "v": 2,
+        "kind": "decision",
+        "step": 1,
+        "tick": 0,
+        "agent": "red",
+        "phase": "free_roam",
+        "calls": [
             {"purpose": "planner", "model": "m", "tokens_in": None, "cost_usd": 0.5},
             {"purpose": "planner", "model": "m", "cost_usd": None},
             {"purpose": "planner", "tokens_in": "not a number"},
         ],
-    )
+    }
+    d = Decision.model_validate(upgrade_event(line))
     first, second, bad = calls_of(d)
     assert first.tokens_in == 0 and first.cost_usd == 0.5
     assert second.cost_usd is None and total_cost([first, second]) is None
@@ -182,7 +195,7 @@ def test_follower_reads_a_growing_log(tmp_path: Path) -> None:
     assert follower.poll() is None
     start = GameStart(
         step=0, tick=0, seed=0, agents=["red"], roles={"red": "crewmate"}, tasks={},
-        map="skeld", preset="quick", config={},
+        map="skeld", preset="quick", config={}, sides=sides_of({}),
     )  # fmt: skip
     line = start.model_dump_json()
     log.write_text(line + "\n" + line[:20])

@@ -4,6 +4,7 @@ true speech, and whole fake-world games that eject (impostors above chance)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import math
 import re
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from controller.actions import dump_actions
 from controller.agents.base import AgentDecision
 from controller.agents.scripted import (
     FOLLOW_TICKS,
@@ -134,7 +136,9 @@ def meeting(
 
 
 def decide(agent: ScriptedAgent, o: Observation) -> AgentDecision:
-    return asyncio.run(agent.decide(o))
+    """The agent's decision, its program as the log writes it (`dump_actions`)."""
+    d = asyncio.run(agent.decide(o))
+    return dataclasses.replace(d, program=dump_actions(d.program))
 
 
 def seated(order: list[str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from controller.events import (
 from controller.game import Game
 from controller.timeline import pose_track, rebuild_timeline
 from controller.worlds.fake import FakeWorld
+from testkit.logs import sides_of
 from world.geometry import ShipGeometry
 from world.spec import load_map
 
@@ -31,7 +32,7 @@ def _snap(room: str, x: float) -> PlayerSnapshot:
 def _start() -> GameStart:
     return GameStart(
         step=0, tick=0, seed=0, agents=["red"], roles={"red": "crewmate"}, tasks={},
-        map="skeld", preset="quick", config={},
+        map="skeld", preset="quick", config={}, sides=sides_of({}),
     )  # fmt: skip
 
 

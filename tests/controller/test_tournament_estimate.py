@@ -26,7 +26,7 @@ def _measured_per_decision(run: Path, model: str, image_tokens: int) -> tuple[fl
         if isinstance(ev, Decision):
             decisions += 1
             for call in ev.calls:
-                sent = call.get("sent") or {}
+                sent = call.sent.model_dump() if call.sent is not None else {}
                 for key in ("prefix_sha256", "system_sha256", "user_sha256"):
                     if sent.get(key):
                         text = (run / "prompts" / f"{sent[key]}.txt").read_text()

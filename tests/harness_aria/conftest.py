@@ -4,12 +4,14 @@ and hand-built scenes (observations, scripted answers) for the agent's knowledge
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import pytest
 
+from controller.actions import dump_actions
 from controller.agents.base import AgentDecision
 from controller.events import Role, Vec3
 from controller.observation import Observation, Scoreboard
@@ -210,8 +212,9 @@ def make_agent(agent: str = "red", answers: Answers | None = None, **spec: Any) 
 
 
 def decide(agent: AriaAgent, obs: Observation) -> AgentDecision:
-    """One decision, synchronously."""
-    return asyncio.run(agent.decide(obs))
+    """One decision, synchronously, its program as the log writes it (`dump_actions`)."""
+    d = asyncio.run(agent.decide(obs))
+    return dataclasses.replace(d, program=dump_actions(d.program))
 
 
 class Scene:

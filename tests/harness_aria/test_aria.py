@@ -146,8 +146,8 @@ def test_prompt_axis_changes_templates_and_hashes(tmp_path: Path) -> None:
     _, mini, _ = play(tmp_path / "m", AriaSpec(prompt="minimal"), rules={"max_steps": 2})
     assert all("Tactics for a crewmate" in t for t in det.texts("planner", "system"))
     assert not any("Tactics" in t for t in mini.texts("planner", "system"))
-    refs_det = {p for d in decisions(tmp_path / "d") for c in d.calls for p in c["prompts"]}
-    refs_min = {p for d in decisions(tmp_path / "m") for c in d.calls for p in c["prompts"]}
+    refs_det = {p for d in decisions(tmp_path / "d") for c in d.calls for p in c.prompts}
+    refs_min = {p for d in decisions(tmp_path / "m") for c in d.calls for p in c.prompts}
     # the default profile's reference content: `reference/<style>/...`
     assert any(r.startswith("reference/deterministic/planner_crewmate@") for r in refs_det)
     assert any(r.startswith("reference/minimal/planner_crewmate@") for r in refs_min)
@@ -164,7 +164,7 @@ def test_sides_have_their_own_spec_and_model_recorded(tmp_path: Path) -> None:
         expected = crew if roles[d.agent] == "crewmate" else imp
         assert d.spec == expected.model_dump()
         assert all(
-            c["model"] == ("fake:crew" if roles[d.agent] == "crewmate" else "fake:imp")
+            c.model == ("fake:crew" if roles[d.agent] == "crewmate" else "fake:imp")
             for c in d.calls
         )
     for agent, desc in summary["agents"].items():
@@ -230,7 +230,7 @@ def test_rate_limited_endpoint_is_counted_as_infrastructure(tmp_path: Path) -> N
         if summary["roles"][d.agent] == "crewmate" and d.phase == "free_roam"
     ]
     assert crew_ds and all(d.error_kind == "infrastructure" for d in crew_ds)
-    assert all(c["error_class"] == "rate_limit" for d in crew_ds for c in d.calls)
+    assert all(c.error_class == "rate_limit" for d in crew_ds for c in d.calls)
 
 
 def test_exhausted_quota_stops_the_game_resumable(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def test_rate_limited_endpoint_game_finishes_with_failures_counted(
         if isinstance(d, Decision)
         for c in d.calls
     ]
-    assert calls and all(c["error_class"] == "rate_limit" and c["attempts"] == 3 for c in calls)
+    assert calls and all(c.error_class == "rate_limit" and c.attempts == 3 for c in calls)
 
 
 def test_exhausted_quota_stops_cleanly_and_is_resumable(
@@ -181,8 +181,8 @@ def test_a_meetings_calls_are_billed_as_cached_through_the_real_sdk(
     for d in read_events(tmp_path / "events.jsonl"):
         if isinstance(d, Decision):
             for c in d.calls:
-                if c["purpose"] in cached:
-                    cached[c["purpose"]] += c["tokens_cached"]
+                if c.purpose in cached:
+                    cached[c.purpose] += c.tokens_cached
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["counts"]["meetings"] >= 1
     if layout == "as shipped":

@@ -29,10 +29,10 @@ from harness_aria.backends.base import (
 from harness_aria.backends.fake import DEFAULT_RESPONSES, FakeBackend
 from harness_aria.backends.openai_backend import OpenAIBackend, OpenAICompatibleBackend
 from harness_aria.backends.registry import (
-    VALID_FORMS,
     check_credentials,
     make_backend,
     parse_address,
+    valid_forms,
 )
 from harness_aria.backends.retry import Retrier, parse_retry_after, redact
 from harness_aria.backends.settings import (
@@ -577,7 +577,7 @@ def test_malformed_address(address: str) -> None:
     with pytest.raises(ValueError) as info:
         make_backend(address)
     message = str(info.value)
-    assert all(form in message for form in VALID_FORMS)
+    assert all(form in message for form in valid_forms())
 
 
 def test_openai_compatible_requires_base_url() -> None:

@@ -201,12 +201,12 @@ def test_a_reference_game_updates_beliefs_after_each_meeting(
             for d in read_events(out / "events.jsonl")
             if isinstance(d, Decision)
             for c in d.calls
-            if c["purpose"] == PURPOSE
+            if c.purpose == PURPOSE
         ]
         counts[name] = len(calls)
         for d, c in calls:
             assert d.phase == "free_roam"
-            user = (out / "prompts" / f"{c['sent']['user_sha256']}.txt").read_text()
+            user = (out / "prompts" / f"{c.sent.user_sha256}.txt").read_text()
             assert "Your current beliefs" in user and "Recent events" in user
             assert "> " in user  # the meeting's chat lines
     assert counts["reference"] >= 5

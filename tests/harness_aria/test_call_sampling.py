@@ -171,9 +171,9 @@ def test_a_reference_game_records_each_call_kinds_sampling(tmp_path: Path) -> No
         if not isinstance(d, Decision):
             continue
         for call in d.calls:
-            temperature, max_tokens = REFERENCE[call["purpose"]]
-            assert call["settings"].get("temperature") == temperature, call["purpose"]
-            assert call["settings"]["max_tokens"] == max_tokens, call["purpose"]
-            seen.add(call["purpose"])
+            temperature, max_tokens = REFERENCE[call.purpose]
+            assert call.settings.get("temperature") == temperature, call.purpose
+            assert call.settings["max_tokens"] == max_tokens, call.purpose
+            seen.add(call.purpose)
     assert {"planner", "meeting", "vote", "belief_update"} <= seen
     assert set(BUDGETS) >= {"belief_update"}

@@ -28,12 +28,12 @@ def codegen_counts(events: list[Any], roles: dict[str, str]) -> Counter[str]:
     for d in events:
         if not isinstance(d, Decision) or d.module not in ("MOVE", "MISSION"):
             continue
-        calls = [c for c in d.calls if c["purpose"] == PURPOSE]
+        calls = [c for c in d.calls if c.purpose == PURPOSE]
         if not calls:
             counts["no codegen call"] += 1
             continue
         (call,) = calls
-        extra = call["extra"]["codegen"]
+        extra = call.extra["codegen"]
         crew = roles[d.agent] == "crewmate"
         after = [LOOK] if crew else []
         assert d.error_kind != "model", d.error
@@ -93,7 +93,7 @@ def test_impostors_intent_lines_are_their_narration(paper_game: Path) -> None:
         if not isinstance(d, Decision) or not d.calls:
             continue
         for call in d.calls:
-            extra = call.get("extra", {}).get("codegen")
+            extra = call.extra.get("codegen")
             if extra and extra["status"] == "translated" and extra["intent"]:
                 assert roles[d.agent] == "impostor"
                 assert d.narration == extra["intent"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from controller.agents.base import AgentDecision
+from controller.vocabulary import ModelCall
 from harness_aria.agent import AriaAgent
 from harness_aria.backends.base import ModelRequest
 from harness_aria.backends.fake import FakeBackend
@@ -31,8 +32,8 @@ def planner(module: str, target: object) -> dict[str, Any]:
     return {"module": module, "target": target, "reasoning": "r", "intent": "planner intent"}
 
 
-def codegen_calls(d: AgentDecision) -> list[dict[str, Any]]:
-    return [c for c in d.calls if c["purpose"] == PURPOSE]
+def codegen_calls(d: AgentDecision) -> list[ModelCall]:
+    return [c for c in d.calls if c.purpose == PURPOSE]
 
 
 def test_the_purpose_has_the_reference_codegens_sampling(scene: Scene) -> None:
@@ -45,8 +46,8 @@ def test_the_purpose_has_the_reference_codegens_sampling(scene: Scene) -> None:
     assert d.program == [{"op": "go_to", "room": "admin"}, {"op": "look", "behind": True}]
     assert not d.invalid and d.module == "MOVE"
     (call,) = codegen_calls(d)
-    assert call["extra"]["codegen"]["status"] == "translated"
-    assert call["extra"]["codegen"]["program"] == [{"op": "go_to", "room": "admin"}]
+    assert call.extra["codegen"]["status"] == "translated"
+    assert call.extra["codegen"]["program"] == [{"op": "go_to", "room": "admin"}]
 
 
 def test_the_prompt_tells_the_api_the_rules_and_the_plan(scene: Scene) -> None:
@@ -158,10 +159,10 @@ def test_a_refused_program_is_the_models_answer_replaced_by_the_wander(
     assert d.program[-1] == {"op": "look", "behind": True}
     assert "fallback: wander (the program was refused: " in d.reasoning
     (call,) = codegen_calls(d)
-    extra = call["extra"]["codegen"]
+    extra = call.extra["codegen"]
     assert extra["status"] == "refused" and extra["fallback"] == "wander"
     assert extra["error_kind"] == "model" and extra["reason"]
-    assert call["parse_error"] and call["raw"] == raw
+    assert call.parse_error and call.raw == raw
     # the same game draws the same wander
     assert scene.decide(agent(), obs).program == d.program
 
@@ -170,10 +171,12 @@ def test_the_wander_is_deterministic_and_walkable(scene: Scene) -> None:
     g, at = scene.geometry, scene.cafeteria
     walks = [wander(g, at, f"red|{step}|{step * 100}") for step in range(40)]
     assert walks == [wander(g, at, f"red|{step}|{step * 100}") for step in range(40)]
-    assert len({tuple(w[0]["pos"]) for w in walks}) > 10
+    assert len({w[0].pos for w in walks}) > 10
     reach = g.distance_field((math.floor(at[0]), math.floor(at[2])))
     for w in walks:
-        x, y, z = w[0]["pos"]
+        pos = w[0].pos
+        assert pos is not None
+        x, y, z = pos
         assert reach.get((math.floor(x), math.floor(z))) is not None
         assert y == at[1]
 
@@ -203,5 +206,5 @@ def test_a_crewmate_task_through_the_fake_backend(scene: Scene) -> None:
     answers = scene.Answers(planner=planner("MISSION", 1))
     d = scene.decide(scene.agent("red", answers, **SPEC), scene.obs("red", tasks=[1, 2]))
     (call,) = codegen_calls(d)
-    assert call["extra"]["codegen"]["status"] == "translated", call["extra"]
+    assert call.extra["codegen"]["status"] == "translated", call.extra
     assert d.program == [{"op": "use_station", "station": 1}, {"op": "look", "behind": True}]

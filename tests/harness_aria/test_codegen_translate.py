@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from controller.actions import Wait, dump_actions
 from harness_aria.codegen import parser as parser_module
 from harness_aria.codegen.parser import (
     SCRIPT,
@@ -159,7 +160,7 @@ def test_reference_style_programs_translate(
     name: str, code: str, expected: list[dict[str, Any]], intent: str | None
 ) -> None:
     done = translate(code, scene(impostor=intent is not None))
-    assert done.actions == expected
+    assert dump_actions(done.actions) == expected
     assert done.intent == (intent or "")
 
 
@@ -169,7 +170,7 @@ def test_there_are_enough_cases() -> None:
 
 def test_a_crewmates_intent_line_is_ignored() -> None:
     done = translate(fn(INTENT, "await bot.waitForTicks(20);"), scene(impostor=False))
-    assert done.intent == "" and done.actions == [{"op": "wait", "ticks": 20}]
+    assert done.intent == "" and done.actions == [Wait(ticks=20)]
     assert "a crewmate's intent line is ignored" in done.notes
 
 
@@ -351,4 +352,4 @@ def test_a_syntax_error_is_the_models() -> None:
 
 def test_the_translation_is_a_value() -> None:
     done = translate(fn("await bot.waitForTicks(20);"), scene())
-    assert done == Translation(actions=[{"op": "wait", "ticks": 20}], intent="", notes=[])
+    assert done == Translation(actions=[Wait(ticks=20)], intent="", notes=[])

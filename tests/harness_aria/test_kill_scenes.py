@@ -26,6 +26,7 @@ told; scripted answers test the rest. The outcomes are the protocol documented i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import tempfile
 from collections import Counter
@@ -34,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from controller.actions import dump_actions
 from controller.agents.base import AgentDecision
 from controller.cli import play_game
 from controller.config import resolve_config
@@ -46,6 +48,7 @@ from harness_aria.backends.base import ModelRequest
 from harness_aria.backends.fake import FakeBackend
 from harness_aria.fake_answers import answer
 from harness_aria.memory import MEMORIES
+from harness_aria.modules.base import ModuleResult
 from harness_aria.modules.kill import CLOSE_IN, LEASH, SHADOW, KillModule
 from harness_aria.spec import AriaSpec
 from harness_aria.toolkit import Choice, Toolkit
@@ -161,7 +164,8 @@ def agent(
 
 
 def decide(aria: AriaAgent, obs: Observation) -> AgentDecision:
-    return asyncio.run(aria.decide(obs))
+    d = asyncio.run(aria.decide(obs))
+    return dataclasses.replace(d, program=dump_actions(d.program))
 
 
 def offered(answers: Answers) -> str:
@@ -269,7 +273,7 @@ def test_nobody_known_walks_off_to_search() -> None:
     obs = scene_obs(CAFE, 0.0, {})
     for state in STATES:
         tk = toolkit(state, obs.model_copy(update={"roster": {}}))
-        result = asyncio.run(KillModule().run(tk, Choice(module="KILL")))
+        result = logged(asyncio.run(KillModule().run(tk, Choice(module="KILL"))))
         assert result.deferral == "no_target" and result.actions[0]["op"] == "go_to"
 
 
@@ -379,7 +383,7 @@ def test_no_target_named_takes_the_nearest_crewmate_never_the_teammate() -> None
         "green": at(CAFE, 5),
     }
     tk = toolkit("privileged", scene_obs(CAFE, 0.0, others))
-    result = asyncio.run(KillModule().run(tk, Choice(module="KILL")))
+    result = logged(asyncio.run(KillModule().run(tk, Choice(module="KILL"))))
     first = result.actions[0]
     assert (first.get("target") or first.get("agent")) == "pink"
 
@@ -388,7 +392,7 @@ def test_a_named_target_never_seen_is_searched_for_never_swapped() -> None:
     """The reference defers a never-seen target; the module never hunts someone else."""
     obs = scene_obs(CAFE, 0.0, {"pink": at(CAFE, 3)})  # pink in view, blue nowhere
     tk = toolkit("privileged", obs.model_copy(update={"roster": {}}))
-    result = asyncio.run(KillModule().run(tk, Choice(module="KILL", target="blue")))
+    result = logged(asyncio.run(KillModule().run(tk, Choice(module="KILL", target="blue"))))
     assert result.deferral == "no_target" and result.actions[0]["op"] == "go_to"
     assert "blue was never seen" in result.reasoning
 
@@ -400,7 +404,7 @@ def test_cooldown_running_is_not_offered_and_the_module_shadows(state: str) -> N
     decide(aria, scene_obs(CAFE, 0.0, {"blue": at(CAFE, 3)}, kill_ready=False))
     assert "KILL" not in offered(answers)
     tk = toolkit(state, scene_obs(CAFE, 0.0, {"blue": at(CAFE, 3)}, kill_ready=False))
-    result = asyncio.run(KillModule().run(tk, Choice(module="KILL")))
+    result = logged(asyncio.run(KillModule().run(tk, Choice(module="KILL"))))
     assert result.deferral == "cooldown" and not tk.calls
     assert result.actions == [
         {"op": "follow", "agent": "blue", "distance": SHADOW, "ticks": result.actions[0]["ticks"]}
@@ -499,3 +503,8 @@ def test_offline_game_is_deterministic_per_seed() -> None:
         ]
 
     assert story(a) == story(b)
+
+
+def logged(result: ModuleResult) -> ModuleResult:
+    """A module's result, its actions as the log writes them (`dump_actions`)."""
+    return dataclasses.replace(result, actions=dump_actions(result.actions))  # type: ignore[arg-type]

@@ -9,10 +9,12 @@ KILL target becoming the nearest crewmate, a failed ballot becoming skip).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
 
+from controller.actions import dump_actions
 from controller.observation import MeetingView, Observation, Scoreboard
 from harness_aria.backends.fake import FakeBackend
 from harness_aria.memory import MEMORIES
@@ -103,7 +105,7 @@ def run(
         view_text="view",
         memory=MEMORIES["semantic"](10),
     )
-    result = asyncio.run(MODULES[module]().run(tk, choice or Choice(module=module)))
+    result = logged(asyncio.run(MODULES[module]().run(tk, choice or Choice(module=module))))
     return result, tk
 
 
@@ -366,11 +368,11 @@ def _two_stage(first: Observation, second: Observation, *answers: str) -> Module
             memory=MEMORIES["semantic"](10),
         )
 
-    ahead = asyncio.run(module.run(tk(first), Choice(module="KILL", target="blue")))
+    ahead = logged(asyncio.run(module.run(tk(first), Choice(module="KILL", target="blue"))))
     assert ahead.actions[-1] == {"op": "look", "behind": True}
     assert ahead.actions[0]["op"] == "follow" and ahead.deferral == "scan"
     assert module.scanning(second.step) == "blue"
-    return asyncio.run(module.run(tk(second), Choice(module="KILL")))
+    return logged(asyncio.run(module.run(tk(second), Choice(module="KILL"))))
 
 
 def test_ego_kill_strikes_where_the_behind_scan_cleared_it() -> None:
@@ -452,9 +454,14 @@ def test_a_sloppy_but_sensible_model_loses_no_decision(tmp_path: Any) -> None:
     invalid = [d for d in with_calls if d.error_kind == "model"]
     assert not invalid, [(d.module, d.error) for d in invalid[:5]]
     calls = [c for d in with_calls for c in d.calls]
-    assert all("json: code fence" in c["normalised"] for c in calls)
-    notes = [n for c in calls for n in c["normalised"]]
+    assert all("json: code fence" in c.normalised for c in calls)
+    notes = [n for c in calls for n in c.normalised]
     assert any(n.startswith(("station: 'station ", "target: 'station ")) for n in notes)
     for d in decisions:  # a crewmate that said "true" reports; it never walks away
         if d.module == "REPORT" and d.calls and '"should_report": "true"' in d.raw:
             assert d.program and d.program[0]["op"] == "report"
+
+
+def logged(result: ModuleResult) -> ModuleResult:
+    """A module's result, its actions as the log writes them (`dump_actions`)."""
+    return dataclasses.replace(result, actions=dump_actions(result.actions))  # type: ignore[arg-type]

@@ -122,13 +122,13 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
     assert calls
     prefixes = set()
     for call in calls:
-        sent = call["sent"]
+        sent = call.sent.model_dump() if call.sent is not None else {}
         assert sent["system_sha256"] is None  # ARIA sends no persona text
         for key in ("prefix_sha256", "user_sha256"):
-            assert sent[key] in stored, (key, call["purpose"])
+            assert sent[key] in stored, (key, call.purpose)
         assert sent["image_sha256"] is None
         prefixes.add(sent["prefix_sha256"])
-        assert call["finish_reason"] == "stop" and "max_tokens" in call["settings"]
+        assert call.finish_reason == "stop" and "max_tokens" in call.settings
     # one shared prefix per side (crewmates', impostors') and prefix group (decide, talk,
     # look): at most 6, whichever groups the short game called
     assert 2 <= len(prefixes) <= 6
@@ -136,7 +136,9 @@ def test_a_game_records_every_prompt_once_and_text_only_never_mentions_a_picture
         assert not PICTURE_WORDS.search(text), sha
     size = sum(p.stat().st_size for p in folder.glob("*.txt"))
     texts_sent = sum(
-        len(stored[c["sent"][k]].encode()) for c in calls for k in ("prefix_sha256", "user_sha256")
+        len(stored[getattr(c.sent, k)].encode())
+        for c in calls
+        for k in ("prefix_sha256", "user_sha256")
     )
     assert size < texts_sent  # de-duplicated
     with capsys.disabled():
@@ -166,7 +168,7 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
         if not isinstance(d, Decision):
             continue
         for call in d.calls:
-            sent = call["sent"]
+            sent = call.sent.model_dump() if call.sent is not None else {}
             parts = [
                 (stored / f"{sent[k]}.txt").read_text()
                 for k in ("prefix_sha256", "user_sha256")
@@ -176,11 +178,11 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
             # the call's question comes last, after the context an agent's successive
             # calls share (what a provider's prompt cache can match)
             user = (stored / f"{sent['user_sha256']}.txt").read_text()
-            assert user.rstrip().splitlines()[-1].startswith("Answer as JSON"), call["purpose"]
+            assert user.rstrip().splitlines()[-1].startswith("Answer as JSON"), call.purpose
             assert sent["system_sha256"] is None
             role = roles[d.agent]
-            purposes[role].add(call["purpose"])
-            group = PREFIX_GROUPS[call["purpose"]]
+            purposes[role].add(call.purpose)
+            group = PREFIX_GROUPS[call.purpose]
             sections = {
                 "## Rules": group != "look",
                 "## Players\n": group == "look",
@@ -192,21 +194,21 @@ def test_each_section_is_sent_once_and_crewmates_never_see_impostor_formats(
                 "## Your role": True,
             }
             for section, held in sections.items():
-                assert whole.count(section) == int(held), (call["purpose"], section)
+                assert whole.count(section) == int(held), (call.purpose, section)
             for room, near in rooms.items():
                 line = f"- {room}: {', '.join(near)}"
                 assert whole.count(line) == int(group == "decide"), room
-            assert whole.count("Answer as JSON") == 1, call["purpose"]
+            assert whole.count("Answer as JSON") == 1, call.purpose
             assert whole.count(f"You are {d.agent.capitalize()}, a") == 1
             assert "Map (room: connected rooms)" not in whole
             if group == "look":  # a frame is judged from the look view alone
                 for kept in ("Step ", "In sight now", "Answer as JSON"):
-                    assert kept in user, (call["purpose"], kept)
+                    assert kept in user, (call.purpose, kept)
                 for left in ("Roster", "Beliefs", "What you did", "Your pending", "Chat"):
-                    assert left not in user, (call["purpose"], left)
+                    assert left not in user, (call.purpose, left)
             if role == "crewmate":
                 for word in ("intent", "impostors only", "KILL", "witness", "safe to kill"):
-                    assert word not in whole, (call["purpose"], word)
+                    assert word not in whole, (call.purpose, word)
     assert {"planner", "meeting", "vote"} <= purposes["crewmate"]
     assert "kill_scan" in purposes["impostor"]
 
@@ -229,10 +231,10 @@ def test_an_agents_calls_in_one_meeting_share_their_start_through_the_chat(
         if not isinstance(d, Decision):
             continue
         for call in d.calls:
-            if call["purpose"] not in ("meeting", "vote"):
+            if call.purpose not in ("meeting", "vote"):
                 last.pop(d.agent, None)  # a call of another kind ends the run
                 continue
-            user = (stored / f"{call['sent']['user_sha256']}.txt").read_text()
+            user = (stored / f"{call.sent.user_sha256 if call.sent else ''}.txt").read_text()
             assert "steps ago" not in user and "1 step ago" not in user
             lines = user.splitlines()
             chat = lines.index("This meeting's chat so far (all of it):")
@@ -283,9 +285,11 @@ def test_a_planner_call_orders_its_context_from_the_least_changing(tmp_path: Pat
         if not isinstance(d, Decision):
             continue
         for call in d.calls:
-            if call["purpose"] != "planner":
+            if call.purpose != "planner":
                 continue
-            lines = (tmp_path / "prompts" / f"{call['sent']['user_sha256']}.txt").read_text()
+            lines = (
+                tmp_path / "prompts" / f"{call.sent.user_sha256 if call.sent else ''}.txt"
+            ).read_text()
             starts = [
                 next((i for i, line in enumerate(lines.splitlines()) if line.startswith(h)), -1)
                 for h in order

@@ -253,15 +253,15 @@ def test_every_call_of_a_reference_game_carries_the_personal_message(tmp_path: P
         if not isinstance(d, Decision):
             continue
         for call in d.calls:
-            prefix = (stored / f"{call['sent']['prefix_sha256']}.txt").read_text()
-            user = (stored / f"{call['sent']['user_sha256']}.txt").read_text()
+            prefix = (stored / f"{call.sent.prefix_sha256}.txt").read_text()
+            user = (stored / f"{call.sent.user_sha256}.txt").read_text()
             role = roles[d.agent]
             assert f"You are {'an impostor' if role == 'impostor' else 'a crewmate'}:" in prefix
             assert ("Every station (id in room (x, z))" in prefix) is (role == "impostor")
-            if call["purpose"] != "codegen":  # its toolkit holds no view head
+            if call.purpose != "codegen":  # its toolkit holds no view head
                 assert user.startswith(f"You are {d.agent.capitalize()}, a")
                 if role == "crewmate" and d.phase == "free_roam":
-                    assert user.splitlines()[1].startswith("Your assigned tasks"), call["purpose"]
-            purposes.add(call["purpose"])
+                    assert user.splitlines()[1].startswith("Your assigned tasks"), call.purpose
+            purposes.add(call.purpose)
     assert {"planner", "meeting", "vote", "surveillance", "belief_update"} <= purposes
     assert purposes <= set(PREFIX_GROUPS)

@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
+from controller.actions import dump_actions
 from controller.config import RulesConfig
 from controller.observation import MeetingView, Observation, OwnAction, Scoreboard, Sighting
 from harness_aria.agent import AriaAgent
@@ -24,6 +26,7 @@ from harness_aria.backends.base import ModelRequest
 from harness_aria.backends.fake import FakeBackend
 from harness_aria.fake_answers import answer
 from harness_aria.memory import MEMORIES
+from harness_aria.modules.base import ModuleResult
 from harness_aria.modules.kill import KillModule
 from harness_aria.modules.registry import GHOST_MODULES
 from harness_aria.modules.vote import VoteModule
@@ -126,7 +129,7 @@ def vote(
     tk.memory.observe(tk.obs)
     for player, score in (suspicion or {}).items():
         tk.memory.adjust(player, score, "test")
-    result = asyncio.run(VoteModule().run(tk, Choice(module="VOTE")))
+    result = logged(asyncio.run(VoteModule().run(tk, Choice(module="VOTE"))))
     return result, tk
 
 
@@ -275,10 +278,17 @@ def test_no_target_named_after_its_own_kill_is_a_living_crewmate_never_the_victi
             view_text="view",
             memory=MEMORIES["semantic"](10),
         )
-        result = asyncio.run(KillModule().run(tk, Choice(module="KILL", target=None)))
+        result = logged(asyncio.run(KillModule().run(tk, Choice(module="KILL", target=None))))
         named = {a.get("target") or a.get("agent") for a in result.actions}
         assert named == {"green"}, (state, result)
         # the harness chose green: a program of it the rules refuse is the harness's error
         assert result.harness_built, state
-        named_by_model = asyncio.run(KillModule().run(tk, Choice(module="KILL", target="green")))
+        named_by_model = logged(
+            asyncio.run(KillModule().run(tk, Choice(module="KILL", target="green")))
+        )
         assert not named_by_model.harness_built
+
+
+def logged(result: ModuleResult) -> ModuleResult:
+    """A module's result, its actions as the log writes them (`dump_actions`)."""
+    return dataclasses.replace(result, actions=dump_actions(result.actions))  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from controller.actions import Wait
 from controller.cli import play_game
 from controller.config import resolve_config
 from controller.events import Decision, read_events
@@ -127,7 +128,7 @@ def test_modules_receive_the_filtered_observation(scene: Any, monkeypatch: Any) 
         seen.append(tk.obs)
         from harness_aria.modules.base import ModuleResult
 
-        return ModuleResult(actions=[{"op": "wait", "ticks": 1}])
+        return ModuleResult(actions=[Wait(ticks=1)])
 
     monkeypatch.setattr(MoveModule, "run", spy)
     answers = scene.Answers(planner={"module": "MOVE", "target": None, "reasoning": "x"})

@@ -7,9 +7,11 @@ import math
 import random
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+import world
 from controller.protocol import Vec3
 from world.geometry import ShipGeometry, cell_of, render_ascii, yaw_towards
 from world.spec import Cell, MapSpec, load_map
@@ -368,3 +370,47 @@ def test_render_ascii_of_the_ship_alone_starts_at_its_bounds(name: str) -> None:
     assert ship.count(".") < render_ascii(spec, labels=False).count(".")  # no ghost floor
     inside = [(x, z) for x, z in spec.ghost_area.cells() if x0 <= x <= x1 and z0 <= z <= z1]
     assert all(at(c) == " " for c in inside)
+
+
+# -- one grid per map ---------------------------------------------------------------
+
+
+def test_geometries_of_one_map_share_its_grid_and_fields_but_not_their_caches(
+    skeld: MapSpec,
+) -> None:
+    """Built once per map and process: a second geometry of an equal map reads the first
+    one's grid and distance fields, yet answers as one built alone would, holds only the
+    fields it asked for, and hands out copies that a caller may change."""
+    first = ShipGeometry(skeld, max_cached_fields=2)
+    again = ShipGeometry(load_map("skeld"))
+    alone = ShipGeometry._build(skeld)  # what `__init__` built before the grid was shared
+    assert again._nodes is first._nodes and again._edges is first._edges
+    assert alone._nodes is not first._nodes and alone._nodes == first._nodes
+    station = first.station_pos(2)
+    rng = random.Random(4)
+    starts = [first.stand_pos(first.random_walkable_cell(rng)) for _ in range(50)]
+    lengths = [first.path_length(s, station) for s in starts]
+    target = first._node(cell_of(station))
+    # the field `first` computed is read, not computed again, by `again`
+    assert again._computed.get(target) is first._fields[target]
+    assert [again.path_length(s, station) for s in starts] == lengths
+    assert [alone.path_length(s, station) for s in starts] == lengths
+    assert [again.path(s, station) for s in starts[:5]] == [
+        alone.path(s, station) for s in starts[:5]
+    ]
+    assert list(again._fields) == [target] and len(first._fields) == 1
+    # what a geometry hands out is the caller's own
+    room = first.rooms[0]
+    cells = first.walkable_cells_in(room)
+    cells.clear()
+    first.adjacency()[room].append("nowhere")
+    assert again.walkable_cells_in(room) == alone.walkable_cells_in(room) != []
+    assert again.adjacency() == alone.adjacency()
+
+
+def test_a_packaged_map_is_read_once_and_a_map_file_every_time(tmp_path: Path) -> None:
+    assert load_map("skeld") is load_map("skeld")
+    path = tmp_path / "skeld.yaml"
+    path.write_text((Path(world.__file__).parent / "maps" / "skeld.yaml").read_text())
+    from_file = load_map(str(path))
+    assert from_file == load_map("skeld") and from_file is not load_map(str(path))
