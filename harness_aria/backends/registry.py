@@ -106,6 +106,11 @@ BACKENDS.register(
     needs_base_url=True,
     forms=("openai-compatible:MODEL (with --base-url)",),
 )
+BACKENDS.register(
+    "ollama-chat",
+    "harness_aria.backends.ollama_backend:OllamaBackend",
+    forms=("ollama-chat:MODEL (Ollama's own /api/chat; --base-url or http://127.0.0.1:11434)",),
+)
 
 
 def valid_forms() -> list[str]:
