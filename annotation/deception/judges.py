@@ -52,6 +52,7 @@ JUDGES: Registry[Judge] = Registry("judge profile", group="mineamongus.judges", 
 """The judges by profile name, in the order `--judge-profile` lists them."""
 JUDGES.register("reference", "annotation.deception.judge_profiles:REFERENCE")
 JUDGES.register("grounded", "annotation.deception.judge_profiles:GROUNDED")
+JUDGES.register("consensus", "annotation.deception.consensus_judge:CONSENSUS", defaults="grounded")
 
 
 def defaults_of(name: str) -> str:
