@@ -38,3 +38,4 @@ BOOKS: Registry[Callable[[], RuleBook]] = Registry(
 """Rule book classes by name, the default first."""
 BOOKS.register("mineamongus", "annotation.grounding.rules:ProjectRuleBook")
 BOOKS.register("quack", "annotation.grounding.quack_rules:QuackRuleBook")
+BOOKS.register("strict", "annotation.grounding.strict_rules:StrictRuleBook")
