@@ -45,6 +45,7 @@ EXTENSION_POINTS: dict[str, tuple[str, str]] = {
     "judge profile": ("annotation.deception.judges", "JUDGES"),
     "rule book": ("annotation.grounding.books", "BOOKS"),
     "report section provider": ("annotation.report.document", "SECTIONS"),
+    "detector": ("annotation.deception.detectors", "DETECTORS"),
 }
 """Every extension point, by the name its registry gives it: (module, attribute)."""
 

@@ -28,6 +28,7 @@ from annotation.gamelog import (
     start_positions,
 )
 from controller.perception import Perception
+from controller.registry import Registry
 
 
 class DetectorParams(BaseModel):
@@ -142,8 +143,9 @@ class _FnDetector:
         return self.fn(game, params)
 
 
-DETECTORS: dict[str, Detector] = {}
-"""Detectors by name."""
+DETECTORS: Registry[Detector] = Registry("detector", group="mineamongus.detectors")
+"""Detectors by name (`@register(name, atom)` here, or from another package one entry point
+of the `mineamongus.detectors` group naming a `Detector`)."""
 
 
 def register(
@@ -153,7 +155,7 @@ def register(
 
     def wrap(fn: Callable[[Game, DetectorParams], list[Finding]]) -> Detector:
         det = _FnDetector(name=name, atom=atom, fn=fn)
-        DETECTORS[name] = det
+        DETECTORS.register(name, det)
         return det
 
     return wrap
@@ -167,9 +169,7 @@ def run_detectors(
     chosen = list(names) if names is not None else sorted(DETECTORS)
     out: list[Finding] = []
     for name in chosen:
-        if name not in DETECTORS:
-            raise KeyError(f"unknown detector {name!r}; known: {', '.join(sorted(DETECTORS))}")
-        out.extend(DETECTORS[name](game, params))
+        out.extend(DETECTORS.get(name)(game, params))
     return sorted(out, key=lambda f: (f.step or 0, f.atom, f.actor))
 
 
