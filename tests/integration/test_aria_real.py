@@ -114,18 +114,19 @@ def test_every_decision_is_recorded_with_its_calls(
     for d in with_calls:
         assert d.spec and d.spec["state"] in ("ego", "privileged")
         for c in d.calls:
-            assert c["model"] in ("openai:gpt-4.1-mini", "anthropic:claude-haiku-4-5")
-            assert all("@" in p for p in c["prompts"])
-            assert c["latency_ms"] >= 0 and "raw" in c
-            assert c["finish_reason"] in ("stop", "end_turn") and not c["truncated"]
+            assert c.model in ("openai:gpt-4.1-mini", "anthropic:claude-haiku-4-5")
+            assert all("@" in p for p in c.prompts)
+            assert c.latency_ms >= 0 and isinstance(c.raw, str)
+            assert c.finish_reason in ("stop", "end_turn") and not c.truncated
             # both providers, the same rule: the reference's temperature per call kind;
             # move and mission calls send none (the model's own default), as the reference
-            want, _ = REFERENCE_SAMPLING[c["purpose"]]
-            assert c["settings"].get("temperature") == want, c["purpose"]
-            assert c["sent"]["system_sha256"] is None  # ARIA sends no persona text
-            for key in ("prefix_sha256", "user_sha256"):
-                assert (out / "prompts" / f"{c['sent'][key]}.txt").is_file()
-            assert (c["sent"]["image_sha256"] is not None) == c["image"]
+            want, _ = REFERENCE_SAMPLING[c.purpose]
+            assert c.settings.get("temperature") == want, c.purpose
+            assert c.sent is not None
+            assert c.sent.system_sha256 is None  # ARIA sends no persona text
+            for sha in (c.sent.prefix_sha256, c.sent.user_sha256):
+                assert (out / "prompts" / f"{sha}.txt").is_file()
+            assert (c.sent.image_sha256 is not None) == c.image
 
 
 def test_both_providers_got_the_same_temperatures(

@@ -57,8 +57,8 @@ def test_written_programs_ran_on_the_real_bots(
         if not isinstance(d, Decision) or d.module not in ("MOVE", "MISSION"):
             continue
         for call in d.calls:
-            if call["purpose"] == PURPOSE:
-                statuses[call["extra"]["codegen"]["status"]] += 1
+            if call.purpose == PURPOSE:
+                statuses[call.extra["codegen"]["status"]] += 1
                 if d.valid and d.program:
                     written.add((d.agent, d.step))
     ran = Counter(
