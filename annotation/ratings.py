@@ -557,12 +557,22 @@ def bootstrap(
     draws = _draws(games["cluster"].astype(str).to_numpy(), n_boot, rng)
     bt = np.full((n_boot, len(players)), np.nan)
     failed = 0
+    # A resample is fixed by its draw counts, and the fit is deterministic: one drawn
+    # again (few clusters repeat often) takes the fit already made, the same numbers.
+    fits: dict[bytes, np.ndarray | None] = {}
     for b in range(n_boot):
-        take = np.repeat(np.arange(len(games)), draws[b])
-        try:
-            bt[b] = fit_bt(len(players), imp[take], crew[take], win[take])
-        except RuntimeError:
+        key = draws[b].tobytes()
+        if key not in fits:
+            take = np.repeat(np.arange(len(games)), draws[b])
+            try:
+                fits[key] = fit_bt(len(players), imp[take], crew[take], win[take])
+            except RuntimeError:
+                fits[key] = None
+        fit = fits[key]
+        if fit is None:
             failed += 1
+        else:
+            bt[b] = fit
     rank = np.vstack([role_ranks(row, roles) for row in bt]) if n_boot else bt.copy()
     return Bootstrap(bt, rank, failed)
 

@@ -15,7 +15,8 @@ write copies the folder first, `copy_to`).
 Whole studies are kept the same way (`GameStore.study`): a tournament spec is played
 once per test run with `mineamongus tournament` (its fake-world games on warm workers),
 and every test module that asks for the same spec reads (or
-copies) the same folder.
+copies) the same folder. So is what a module fixture makes of them (an annotated and
+analysed copy, `GameStore.built`), where the parallel workers would each make it again.
 """
 
 from __future__ import annotations
@@ -214,6 +215,31 @@ class GameStore:
             )
             assert done.returncode == 0, done.stderr.decode()[-3000:]
             return len(api.requests) if api is not None else 0
+
+    def built(self, name: str, build: Callable[[Path], None]) -> Path:
+        """A folder made once per test run by `build(folder)` and shared by every process
+        of the run (a module fixture's product, which the parallel workers would each make
+        again): built into a private folder and renamed into place, so a reader never
+        sees half of it. `name` names what `build` makes; a caller that builds something
+        else names it differently. Readers write nothing into it.
+
+        Returns:
+            The folder.
+        """
+        out = self.root / f"built-{name}"
+        if out.is_dir():
+            return out
+        self.root.mkdir(parents=True, exist_ok=True)
+        with _lock(out.with_name(out.name + ".lock")):
+            if out.is_dir():
+                return out
+            private = out.with_name(f"{out.name}.{os.getpid()}.partial")
+            shutil.rmtree(private, ignore_errors=True)
+            private.mkdir()
+            build(private)
+            private.rename(out)
+            self.played.append(out)
+        return out
 
     def events(self, preset: str = "quick", **overrides: Any) -> list[Event]:
         """The events of the game `game` returns."""

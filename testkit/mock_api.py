@@ -39,7 +39,6 @@ import dataclasses
 import itertools
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -113,6 +112,22 @@ def _tokens(text: str) -> int:
     return len(text) // 4
 
 
+def _common_prefix_length(a: str, b: str) -> int:
+    """`len(os.path.commonprefix([a, b]))`, by a binary search over slices compared in C
+    (commonprefix walks the characters in Python: most of a mock study's time)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    same, differ = 0, n  # a[:same] == b[:same], a[:differ] != b[:differ]
+    while differ - same > 1:
+        mid = (same + differ) // 2
+        if a[same:mid] == b[same:mid]:
+            same = mid
+        else:
+            differ = mid
+    return same
+
+
 @dataclass
 class CacheUsage:
     """Token counts of one request: all input, read from the cache, written to it."""
@@ -154,7 +169,7 @@ class PromptCache:
         total = max(1, _tokens(text))
         with self._lock:
             seen = self._openai.setdefault(model, [])
-            common = max((len(os.path.commonprefix([text, old])) for old in seen), default=0)
+            common = max((_common_prefix_length(text, old) for old in seen), default=0)
             seen.append(text)
             del seen[:-64]
         shared = common // 4

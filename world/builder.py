@@ -7,6 +7,8 @@ space above the floor is air (a flat or void world).
 
 from __future__ import annotations
 
+import functools
+
 from world.shapes import BlockPlacement
 from world.spec import Cell, MapSpec, wall_cells
 
@@ -82,7 +84,7 @@ def _wall_palette(spec: MapSpec, cells: set[Cell]) -> dict[Cell, str]:
     return walls
 
 
-def build_blocks(spec: MapSpec) -> list[BlockPlacement]:
+def _place_blocks(spec: MapSpec) -> list[BlockPlacement]:
     """All blocks of the ship and the ghost area, sorted by (y, z, x).
 
     * Every walkable cell gets a floor block at `floor_y`: its room's floor, or
@@ -123,3 +125,26 @@ def build_blocks(spec: MapSpec) -> list[BlockPlacement]:
 
     order = sorted(placed, key=lambda pos: (pos[1], pos[2], pos[0]))
     return [BlockPlacement(x=x, y=y, z=z, block=placed[(x, y, z)]) for x, y, z in order]
+
+
+@functools.lru_cache(maxsize=8)
+def _placed_blocks(spec: MapSpec) -> tuple[BlockPlacement, ...]:
+    """The blocks of `spec`, placed once per map and process (every game starts by
+    building its map; the placements are immutable)."""
+    return tuple(_place_blocks(spec))
+
+
+def build_blocks(spec: MapSpec) -> list[BlockPlacement]:
+    """All blocks of the ship and the ghost area, sorted by (y, z, x) (`_place_blocks`):
+    a new list each call, of the placements computed once per map and process.
+
+    Args:
+        spec: A validated map.
+
+    Returns:
+        One placement per block position, deterministic for a given spec.
+    """
+    try:
+        return list(_placed_blocks(spec))
+    except TypeError:  # a map that cannot be a cache key (unhashable): placed here
+        return _place_blocks(spec)

@@ -20,6 +20,7 @@ Conventions:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import heapq
 import math
@@ -224,6 +225,10 @@ class ShipGeometry:
         self._station_cells = {station.id: station.cell for station in spec.stations}
         self._station_rooms = {station.id: station.room for station in spec.stations}
         self._adjacency = self._compute_adjacency()
+        self._room_centers: dict[str, Vec3] = {}
+        for name in self._room_names:
+            with contextlib.suppress(ValueError):  # no free cell: `room_center` says so
+                self._room_centers[name] = self._find_room_center(name)
 
     # -- grid helpers -------------------------------------------------------------
 
@@ -370,6 +375,11 @@ class ShipGeometry:
         """
         if name not in self._room_names:
             raise ValueError(f"unknown room '{name}'; known: {', '.join(self._room_names)}")
+        center = self._room_centers.get(name)
+        return center if center is not None else self._find_room_center(name)
+
+    def _find_room_center(self, name: str) -> Vec3:
+        """`room_center(name)`, found once per grid (a game asks it thousands of times)."""
         rect = self.spec.room(name).rect
         cx, cz = rect.center
         taken = set(self._station_cells.values()) | {self.spec.emergency_button}
@@ -664,6 +674,7 @@ _GRID_ATTRIBUTES = (
     "_station_cells",
     "_station_rooms",
     "_adjacency",
+    "_room_centers",
 )
 """What a geometry takes from the grid built for its map: never written to after the
 build (every method that hands one of them out hands out a copy or an immutable)."""

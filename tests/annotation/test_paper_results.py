@@ -219,28 +219,34 @@ def rq1_spec(backbones: dict[str, dict[str, Any]], axes: dict[str, list[str]]) -
 
 
 @pytest.fixture(scope="module")
-def rq1_out(fake_games: GameStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def rq1_out(fake_games: GameStore) -> Path:
     """The RQ1-shaped study on two offline fake backbones (the run's store plays it),
-    annotated and analysed in a private copy."""
+    annotated and analysed in a private copy, once per run (`GameStore.built`: the
+    parallel workers read the same analysis)."""
     backbones = {m: {"backend": f"fake:{m}"} for m in ("alpha", "beta")}
     axes = {"memory": ["window", "semantic"], "planning": ["reactive", "hierarchical"]}
-    base = tmp_path_factory.mktemp("rq1")
-    study = fake_games.copy_study_to(base / "study", rq1_spec(backbones, axes))
-    return annotate_analyze(study, base)
+    spec = rq1_spec(backbones, axes)
+
+    def build(base: Path) -> None:
+        annotate_analyze(fake_games.copy_study_to(base / "study", spec), base)
+
+    return fake_games.built("paper-results-rq1", build) / "analysis"
 
 
 @pytest.fixture(scope="module")
-def rq2_out(fake_games: GameStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def rq2_out(fake_games: GameStore) -> Path:
     """The run's shared mock round robin (`testkit.games.MOCK_ROUND_ROBIN`: 3 models
     answering through the local mock OpenAI endpoint, the real SDK over HTTP, with a
     ruler arm and a scripted control arm beside the round robin), annotated and
-    analysed in a private copy."""
+    analysed in a private copy, once per run (`GameStore.built`)."""
     assert fake_games.study_facts(MOCK_ROUND_ROBIN)["mock_api_requests"] > 0, (
         "the models were asked through the mock endpoint"
     )
-    base = tmp_path_factory.mktemp("rq2")
-    study = fake_games.copy_study_to(base / "study", MOCK_ROUND_ROBIN)
-    return annotate_analyze(study, base)
+
+    def build(base: Path) -> None:
+        annotate_analyze(fake_games.copy_study_to(base / "study", MOCK_ROUND_ROBIN), base)
+
+    return fake_games.built("paper-results-rq2", build) / "analysis"
 
 
 def _check_files(out: Path, design: str) -> None:

@@ -445,7 +445,9 @@ def test_rank_refuses_several_studies_without_out(
     assert _rank_here(capsys, str(round_robin), "--boot", "10")[0] == 2
 
 
-def test_a_game_with_a_person_seat_is_a_human_row(fake_games: GameStore, tmp_path: Path) -> None:
+def test_a_game_with_a_person_seat_is_a_human_row(
+    fake_games: GameStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = {
         "name": "rank-human",
         "world": "fake",
@@ -469,14 +471,18 @@ def test_a_game_with_a_person_seat_is_a_human_row(fake_games: GameStore, tmp_pat
     }
     study = fake_games.copy_study_to(tmp_path / "study", spec)
     out = tmp_path / "board"
-    done = _rank(str(study), "--out", str(out), "--boot", "100")
-    assert done.returncode == 0, done.stderr
+    # In this process (`rank` in its own process: the round-robin test above).
+    from controller.cli import main
+
+    code = main(["rank", str(study), "--out", str(out), "--boot", "100"])
+    done = capsys.readouterr()
+    assert code == 0, done.err
     table = pd.read_csv(out / "ratings.csv")
     human = table[table["player"] == "human"]
     assert len(human) == 1 and human.iloc[0]["games"] == 1
     assert human.iloc[0]["mixed_games"] == 1 and "a person among agents" in human.iloc[0]["note"]
     assert (table.loc[table["player"] == RULER, "games"] >= 1).all()
-    assert any(line.startswith("│ human") for line in done.stdout.splitlines())
+    assert any(line.startswith("│ human") for line in done.out.splitlines())
     # A person who gave a name is a row of their own.
     alice = table[table["player"] == "human:alice"]
     assert len(alice) == 1 and alice.iloc[0]["games"] == 1

@@ -24,12 +24,15 @@ ARMS = {"planning=reactive", "planning=hierarchical"}
 
 
 @pytest.fixture(scope="module")
-def study(fake_games: GameStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def study(fake_games: GameStore) -> Path:
     """The study played by the run's store (`mineamongus tournament`), annotated in a
-    private copy."""
-    out = fake_games.copy_study_to(tmp_path_factory.mktemp("axis-study") / "study", SPEC)
-    assert main(["annotate", str(out), "--judge", "none", "--quiet"]) == 0
-    return out
+    private copy once per run (`GameStore.built`: read by every worker, written by none)."""
+
+    def build(base: Path) -> None:
+        out = fake_games.copy_study_to(base / "study", SPEC)
+        assert main(["annotate", str(out), "--judge", "none", "--quiet"]) == 0
+
+    return fake_games.built("study-axes-annotated", build) / "study"
 
 
 def _check_axis_tables(tables: Path) -> pd.DataFrame:
@@ -76,7 +79,8 @@ def test_arms_stay_apart_without_the_study_tables(study: Path, tmp_path: Path) -
         assert f"/{level}/" in str(arm) and "imp=fake" in str(arm)
 
 
-def test_collect_carries_models_and_axes(study: Path) -> None:
+def test_collect_carries_models_and_axes(study: Path, tmp_path: Path) -> None:
+    study = Path(shutil.copytree(study, tmp_path / "study"))  # `collect` writes into it
     assert main(["collect", str(study)]) == 0
     games = pd.read_parquet(study / "results" / "games.parquet")
     seats = pd.read_parquet(study / "results" / "seats.parquet")

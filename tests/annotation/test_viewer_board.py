@@ -24,6 +24,7 @@ from annotation.viewer.study import create_study_app
 from controller.cli import play_game
 from controller.config import resolve_config
 from controller.tournament.manifest import Attempt, Entry, Manifest, write_manifest
+from testkit.games import GameStore
 from world.spec import load_map
 
 LOCAL = "http://127.0.0.1"
@@ -51,10 +52,14 @@ def _killed(run: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def study(fake_games: GameStore) -> Path:
     """Arms x seeds 1 and 2; `scripted` seed 2 needed a second attempt (the first one
-    killed mid-game), and `with-alice` played seed 1 only."""
-    out = tmp_path_factory.mktemp("board-study")
+    killed mid-game), and `with-alice` played seed 1 only. Made once per run and read by
+    every worker (`GameStore.built`); a test that writes into it works on a copy."""
+    return fake_games.built("viewer-board-study", _make_study)
+
+
+def _make_study(out: Path) -> None:
     games: dict[str, Entry] = {}
     for arm, overrides in ARMS.items():
         for seed in (1, 2) if arm != "with-alice" else (1,):
@@ -71,7 +76,6 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
         name="board", world="fake", arms={a: a for a in ARMS}, seeds=[1, 2], games=games
     )
     write_manifest(out, manifest)
-    return out
 
 
 def _client(folder: Path, access: Access | None = None) -> TestClient:

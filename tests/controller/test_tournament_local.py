@@ -1,5 +1,6 @@
 """The tournament command end to end on the fake world: real game processes, a runner
-killed with SIGKILL and resumed, result tables, status, and the same games on Ray."""
+killed with SIGKILL and resumed, result tables and status (the same games on a local
+Ray instance: `tests/integration/test_ray_local.py`)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,9 @@ import psutil
 import pytest
 import yaml
 
-from controller.checks import log_violations, rule_events
+from controller.checks import log_violations
 from controller.cli import main
 from controller.config import resolve_config
-from controller.events import read_events
 from controller.tournament.capacity import Capacity
 from controller.tournament.manifest import read_manifest
 
@@ -198,46 +198,6 @@ def test_max_cost_warns_when_a_model_has_no_price(
     err = capsys.readouterr().err
     assert "no price for openai:no-such" in err and "--max-cost cannot limit them" in err
     assert code == 3 and "paused: " in err and "OPENAI_API_KEY" in err
-
-
-def test_ray_tasks_play_the_same_games_as_local_runs(study: Path, tmp_path: Path) -> None:
-    ray = pytest.importorskip("ray")
-    from controller.tournament.process import GameJob
-    from controller.tournament.ray_backend import RayExecutor, play_task, unpack
-    from controller.tournament.runner import Runner, RunOptions, open_study
-
-    spec_path = tmp_path / "spec.yaml"
-    spec_path.write_text(yaml.safe_dump(SPEC))
-    out = tmp_path / "ray-study"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        spec, arms, manifest, _ = open_study(spec_path, out, extend=False)
-        ex = RayExecutor(out, address=None, slots=None, cpus_per_game=1, memory_gb=0.2)
-        assert ex.slots == 2
-        result = Runner(
-            out, spec, arms, manifest, ex, RunOptions(workers=2, retries=0, game_timeout_s=300)
-        ).run()
-        assert result.exit_code == 0, result.message
-        # Not on a shared filesystem: the task plays on the node and ships the record back.
-        job = GameJob(key="x", data=arms[0].game_data(1), world="fake", timeout_s=300)
-        shipped = ray.get(
-            ray.remote(num_cpus=1)(play_task).remote(job, "/nonexistent", "/nonexistent", "t")
-        )
-    finally:
-        ray.shutdown()
-    assert shipped.archive is not None
-    unpack(shipped.archive, tmp_path / "shipped")
-    local = read_manifest(study)
-    remote = read_manifest(out)
-    assert local is not None and remote is not None
-    for key, e in remote.games.items():
-        here = rule_events(read_events(study / local.games[key].attempts[-1].run / "events.jsonl"))
-        there = rule_events(read_events(out / e.attempts[-1].run / "events.jsonl"))
-        assert there == here, key
-    first = local.games[f"{arms[0].name}/seed1"].attempts[-1].run
-    assert rule_events(read_events(tmp_path / "shipped" / "events.jsonl")) == rule_events(
-        read_events(study / first / "events.jsonl")
-    )
 
 
 def test_a_side_at_a_dead_model_server_pauses_the_study(
