@@ -1124,7 +1124,7 @@ def logistic_all_axes(games: pd.DataFrame) -> pd.DataFrame:
         that cannot be made (no term, too few games, separation, degenerate) has NaN
         estimates and says why in `error`.
     """
-    import statsmodels.api as sm
+    from statsmodels.discrete.discrete_model import Logit
 
     def failed(terms: list[str], error: str, **extra: object) -> pd.DataFrame:
         base = dict.fromkeys(_LOGIT_COLUMNS, math.nan) | {"warning": "", "from_columns": ""}
@@ -1187,7 +1187,7 @@ def logistic_all_axes(games: pd.DataFrame) -> pd.DataFrame:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = sm.Logit(y, x)
+            model = Logit(y, x)
             naive = model.fit(disp=0, maxiter=200)
             robust = model.fit(disp=0, maxiter=200, cov_type="cluster", cov_kwds={"groups": codes})
     except Exception as exc:  # the fit's failure is reported in the table, not hidden

@@ -14,6 +14,7 @@ for hiding a circle).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,17 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
+def _parsed(path: Path, mtime_ns: int) -> ast.Module:
+    """The syntax tree of one source file as it was at `mtime_ns` (parsed once per
+    process: every test here reads the whole tree)."""
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def _parse(path: Path) -> ast.Module:
+    return _parsed(path, path.stat().st_mtime_ns)
+
+
 def _imports(name: str, path: Path, is_package: bool) -> list[Import]:
     """The import statements of one module, each with its absolute target."""
     out: list[Import] = []
@@ -98,7 +110,7 @@ def _imports(name: str, path: Path, is_package: bool) -> list[Import]:
                     out.append(Import(base, child.lineno, not lazy))
             visit(child, lazy)
 
-    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    visit(_parse(path), False)
     return out
 
 
@@ -299,7 +311,7 @@ def _registries_made() -> set[tuple[str, str]]:
     `Catalogue(...)` in the packages (read from the source)."""
     found = set()
     for name, path in _modules().items():
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in _parse(path).body:
             if not isinstance(node, ast.AnnAssign | ast.Assign) or node.value is None:
                 continue
             call = node.value

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from harness_aria.backends.anthropic_backend import AnthropicBackend
 from harness_aria.backends.base import (
     Backend,
     BackendError,
@@ -68,6 +67,9 @@ SDK_ADDRESSES = ("openai:gpt-4.1-mini", "anthropic:claude-haiku-4-5")
 
 def run(backend: Backend, request: ModelRequest) -> ModelResponse:
     """One call in its own event loop, closing the SDK client before the loop ends."""
+    # Imported here, not at collection: the Anthropic SDK takes over a second to import,
+    # which a test worker that runs none of these tests need not pay.
+    from harness_aria.backends.anthropic_backend import AnthropicBackend
 
     async def call() -> ModelResponse:
         try:
@@ -553,6 +555,8 @@ def test_text_only_fake_records_stripped_request() -> None:
 
 
 def test_addresses_build_the_right_backends(mock_api: StartServer) -> None:
+    from harness_aria.backends.anthropic_backend import AnthropicBackend
+
     url = "http://127.0.0.1:9/v1"
     assert isinstance(make_backend("fake"), FakeBackend)
     assert make_backend("fake").address == "fake"
