@@ -34,7 +34,7 @@ from harness_aria.backends.retry import (
     request_url,
     status_class,
 )
-from harness_aria.backends.sdk import SDKBackend
+from harness_aria.backends.sdk import SDKBackend, tls_context
 from harness_aria.backends.settings import Sampling
 
 # Spend and billing limits are not worth retrying: they do not lift within a game.
@@ -152,7 +152,7 @@ class AnthropicBackend(SDKBackend[anthropic.AsyncAnthropic]):
             base_url=base_url,
             max_retries=0,
             timeout=timeout,
-            http_client=anthropic.DefaultAsyncHttpxClient(timeout=timeout),
+            http_client=anthropic.DefaultAsyncHttpxClient(timeout=timeout, verify=tls_context()),
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

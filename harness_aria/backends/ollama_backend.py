@@ -26,7 +26,7 @@ import httpx2 as httpx
 
 from harness_aria.backends.base import Message, ModelRequest, ModelResponse
 from harness_aria.backends.retry import RETRYABLE, Failure, parse_retry_after, status_class
-from harness_aria.backends.sdk import SDKBackend
+from harness_aria.backends.sdk import SDKBackend, tls_context
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 """Where `ollama serve` listens by default."""
@@ -105,7 +105,9 @@ class OllamaBackend(SDKBackend[httpx.AsyncClient]):
 
     def _new_client(self, key: str, base_url: str | None, timeout: float) -> httpx.AsyncClient:
         headers = {"authorization": f"Bearer {key}"} if key else {}
-        return httpx.AsyncClient(base_url=base_url or DEFAULT_URL, timeout=timeout, headers=headers)
+        return httpx.AsyncClient(
+            base_url=base_url or DEFAULT_URL, timeout=timeout, headers=headers, verify=tls_context()
+        )
 
     def body(self, request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The JSON body of one call and the settings it sends (for the response).

@@ -26,7 +26,7 @@ from harness_aria.backends.retry import (
     request_url,
     status_class,
 )
-from harness_aria.backends.sdk import SDKBackend
+from harness_aria.backends.sdk import SDKBackend, tls_context
 from harness_aria.backends.settings import BackendSettings, ImageDetail, Sampling
 
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
@@ -138,7 +138,7 @@ class OpenAIBackend(SDKBackend[openai.AsyncOpenAI]):
             base_url=base_url,
             max_retries=0,
             timeout=timeout,
-            http_client=openai.DefaultAsyncHttpxClient(timeout=timeout),
+            http_client=openai.DefaultAsyncHttpxClient(timeout=timeout, verify=tls_context()),
         )
 
     def _extra_params(self, request: ModelRequest, sampling: Sampling) -> dict[str, Any]:

@@ -8,6 +8,8 @@ A subclass names its `provider` and key variable and builds its SDK client
 
 from __future__ import annotations
 
+import functools
+import ssl
 from typing import Any, ClassVar, Generic, TypeVar
 
 from harness_aria.backends.base import ModelRequest
@@ -22,6 +24,18 @@ from harness_aria.backends.settings import (
 )
 
 C = TypeVar("C")
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The certificate check every SDK client of this process shares: the one the SDKs'
+    HTTP library (`httpx2`) builds by default, made once. Building it reads the
+    certificate bundle (about 30 ms each time); a game makes a client per side, and a
+    tournament plays thousands of games. Read when first asked for: `SSL_CERT_FILE` and
+    `SSL_CERT_DIR` set after that are not seen by this process."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 class SDKBackend(Generic[C]):

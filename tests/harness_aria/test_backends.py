@@ -11,6 +11,7 @@ import base64
 import json
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,7 @@ from harness_aria.backends.registry import (
     valid_forms,
 )
 from harness_aria.backends.retry import Retrier, parse_retry_after, redact
+from harness_aria.backends.sdk import tls_context
 from harness_aria.backends.settings import (
     BackendSettings,
     ModelPrice,
@@ -552,6 +554,15 @@ def test_text_only_fake_records_stripped_request() -> None:
 
 
 # -- registry and credentials -----------------------------------------------------------------
+
+
+def test_sdk_clients_share_one_certificate_check() -> None:
+    """Every SDK client of a process verifies certificates with one context, built once
+    (reading the certificate bundle per client cost about 30 ms, twice a game)."""
+    ctx = tls_context()
+    assert ctx is tls_context()
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+    assert ctx.cert_store_stats()["x509_ca"] > 0, "no certificate authority loaded"
 
 
 def test_addresses_build_the_right_backends(mock_api: StartServer) -> None:
