@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.accounting import cost_from_events, counts_from_events
-from controller.actions import AnyAction, GoTo, dump_actions
+from controller.actions import AnyAction, GoTo, KillTarget, dump_actions
 from controller.config import GameConfig, resolve_config
 from controller.events import (
     Decision,
@@ -682,6 +682,38 @@ class LogBuilder(EventBuilder):
                 ejected = top[0][0]
         self.meeting_end(tally, ejected, outcome)
         self.snapshot("vote_end")  # as the game does after every vote
+
+
+def unseen_kill_game(
+    folder: Path,
+    *,
+    second: tuple[str, str] = ("pink", "I found green in admin."),
+    spec: dict[str, dict[str, str]] | None = None,
+    models: tuple[str, str] = ("fake:imp", "fake:crew"),
+) -> Path:
+    """A small game written into `folder` (its name is the game id): red kills green
+    where nobody sees it, pink reports the body, red says it was in medbay doing tasks
+    all along and `second` (speaker, line) speaks after it; the vote ejects pink and the
+    impostors (red and blue) win. `spec` and `models` are as `LogBuilder` takes them.
+
+    Returns:
+        The folder.
+    """
+    b = LogBuilder(("red", "blue"), game_id=folder.name, spec=spec, models=models)
+    b.move(red=(0, 0), green=(1, 0))
+    b.end_step()
+    b.begin()
+    b.decide("red", [KillTarget(target="green")], "killing green while nobody watches")
+    b.kill("red", "green", room="admin")
+    b.end_step(sees={"pink": []})
+    b.begin()
+    b.report("pink", "green", room="admin")
+    b.end_step()
+    b.say("red", "I was in medbay doing tasks all along.")
+    b.say(*second)
+    b.votes({"red": "pink", "pink": "red", "blue": "pink"}, {"red": "pink found the body"})
+    b.finish("impostors")
+    return b.write(folder)
 
 
 AXES_LEVELS: dict[str, tuple[str, str]] = {

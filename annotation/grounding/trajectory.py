@@ -591,7 +591,7 @@ def build_trajectory(events: Sequence[Event]) -> Trajectory:
             (vis.sees, vis.near, False),
             (vis.bodies, vis.bodies_near, True),
         ):
-            for viewer in set(fov_map) | set(near_map):
+            for viewer in sorted(set(fov_map) | set(near_map)):
                 fov = set(fov_map.get(viewer, []))
                 near = set(near_map.get(viewer, []))
                 for target in sorted(fov | near):

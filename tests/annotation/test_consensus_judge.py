@@ -16,26 +16,12 @@ from annotation.deception.profiles import backend_settings, resolve_profile
 from annotation.gamelog import load_game
 from annotation.llm import make_judge
 from harness_aria.backends import ModelRequest
-from testkit.logs import LogBuilder
+from testkit.logs import unseen_kill_game
 
 
 def _game(folder: Path) -> Path:
     """Red kills green unseen, pink reports, red lies about where it was."""
-    b = LogBuilder(("red", "blue"), game_id=folder.name)
-    b.move(red=(0, 0), green=(1, 0))
-    b.end_step()
-    b.begin()
-    b.decide("red", [{"op": "kill", "target": "green"}], "killing green while nobody watches")
-    b.kill("red", "green", room="admin")
-    b.end_step(sees={"pink": []})
-    b.begin()
-    b.report("pink", "green", room="admin")
-    b.end_step()
-    b.say("red", "I was in medbay doing tasks all along.")
-    b.say("blue", "Nothing to report from me.")
-    b.votes({"red": "pink", "pink": "red", "blue": "pink"}, {"red": "pink found the body"})
-    b.finish("impostors")
-    return b.write(folder)
+    return unseen_kill_game(folder, second=("blue", "Nothing to report from me."))
 
 
 def _script(

@@ -36,7 +36,7 @@ from annotation.gamelog import load_game
 from annotation.llm import make_judge
 from controller.cli import main
 from harness_aria.backends import BackendError, ModelRequest
-from testkit.logs import LogBuilder
+from testkit.logs import LogBuilder, unseen_kill_game
 
 NAMES = {"James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Martin"}
 FENCE = re.compile(r"```\n(.*)\n```", re.S)
@@ -60,25 +60,6 @@ def fake_world_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _copy(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("annotations.jsonl", "judge_*"))
     return dst
-
-
-def _synthetic(folder: Path, **kw: object) -> Path:
-    """A small game: red kills green, pink reports, a meeting and a vote."""
-    b = LogBuilder(("red", "blue"), game_id=folder.name, **kw)  # type: ignore[arg-type]
-    b.move(red=(0, 0), green=(1, 0))
-    b.end_step()
-    b.begin()
-    b.decide("red", [{"op": "kill", "target": "green"}], "killing green while nobody watches")
-    b.kill("red", "green", room="admin")
-    b.end_step(sees={"pink": []})
-    b.begin()
-    b.report("pink", "green", room="admin")
-    b.end_step()
-    b.say("red", "I was in medbay doing tasks all along.")
-    b.say("pink", "I found green in admin.")
-    b.votes({"red": "pink", "pink": "red", "blue": "pink"}, {"red": "pink found the body"})
-    b.finish("impostors")
-    return b.write(folder)
 
 
 # ---------------------------------------------------------------------- the transcript
@@ -280,7 +261,7 @@ def _answers(
 
 
 def test_findings_kept_as_emitted_with_the_grounded_verdict_beside(tmp_path: Path) -> None:
-    run = _synthetic(tmp_path / "run")
+    run = unseen_kill_game(tmp_path / "run")
     assert check_transcript(write_transcript(load_game(run))) == []  # a log without names
     pass1: list[dict[str, object]] = [
         # a crewmate actor: grounded drops it, the reference keeps it
@@ -333,7 +314,7 @@ def test_findings_kept_as_emitted_with_the_grounded_verdict_beside(tmp_path: Pat
 
     # the same flaws under the grounded judge: dropped, and filter_ok is accepted
     grounded = tmp_path / "grounded"
-    _synthetic(grounded)
+    unseen_kill_game(grounded)
     script_g = _answers(
         [{"atom": "E", "step": 1, "actor": "pink", "evidence": "kill: red killed green"}],
         [{"atom": "L", "step": 3, "actor": "red", "evidence": "I was in medbay doing tasks"}],
@@ -355,7 +336,7 @@ def test_findings_kept_as_emitted_with_the_grounded_verdict_beside(tmp_path: Pat
 
 
 def test_an_unreadable_reply_is_asked_again_thrice_then_counts_as_none(tmp_path: Path) -> None:
-    run = _synthetic(tmp_path / "run")
+    run = unseen_kill_game(tmp_path / "run")
     seen: list[str] = []
 
     def script(request: ModelRequest) -> str:
@@ -373,7 +354,7 @@ def test_an_unreadable_reply_is_asked_again_thrice_then_counts_as_none(tmp_path:
 
 
 def test_a_backend_failure_fails_the_game(tmp_path: Path) -> None:
-    run = _synthetic(tmp_path / "run")
+    run = unseen_kill_game(tmp_path / "run")
 
     def script(_request: ModelRequest) -> str:
         raise BackendError("server", "down")
@@ -391,9 +372,9 @@ def test_the_default_profile_follows_the_harness_profile(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "runs"
-    ref = _synthetic(root / "ref")
-    lean = _synthetic(root / "lean", spec={"impostor": {"profile": "lean"}})
-    scripted = _synthetic(root / "scripted", models=("scripted", "scripted"))
+    ref = unseen_kill_game(root / "ref")
+    lean = unseen_kill_game(root / "lean", spec={"impostor": {"profile": "lean"}})
+    scripted = unseen_kill_game(root / "scripted", models=("scripted", "scripted"))
     setups = {p.name: load_game(p).setup for p in (ref, lean, scripted)}
     assert {k: harness_profile(s) for k, s in setups.items()} == {
         "ref": "reference",

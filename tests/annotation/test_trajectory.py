@@ -91,3 +91,37 @@ def test_a_start_reported_twice_in_either_order_is_one_attempt() -> None:
         ("pink", 13, "faked"),
     ]
     assert traj.players["red"][2].tasks == {}
+
+
+_SIGHTINGS = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("t", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+sys.modules["t"] = mod
+spec.loader.exec_module(mod)
+traj = mod.build_trajectory(mod._game().end())
+print([(s.tick, s.viewer, s.target, s.cause) for s in traj.sightings + traj.seat_sightings])
+"""
+
+
+def test_sightings_come_in_the_same_order_whatever_the_hash_seed() -> None:
+    """Who saw whom is listed in one order in every process (string hashing is salted per
+    process, so an order taken from a set would change from run to run)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    orders = set()
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", _SIGHTINGS, __file__],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
+            check=True,
+        )
+        orders.add(done.stdout)
+    assert len(orders) == 1, orders
