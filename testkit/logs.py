@@ -687,19 +687,23 @@ class LogBuilder(EventBuilder):
 def unseen_kill_game(
     folder: Path,
     *,
-    second: tuple[str, str] = ("pink", "I found green in admin."),
+    then: Sequence[tuple[str, str]] = (("pink", "I found green in admin."),),
+    reasons: dict[str, str] | None = None,
+    game_id: str | None = None,
     spec: dict[str, dict[str, str]] | None = None,
     models: tuple[str, str] = ("fake:imp", "fake:crew"),
 ) -> Path:
-    """A small game written into `folder` (its name is the game id): red kills green
-    where nobody sees it, pink reports the body, red says it was in medbay doing tasks
-    all along and `second` (speaker, line) speaks after it; the vote ejects pink and the
-    impostors (red and blue) win. `spec` and `models` are as `LogBuilder` takes them.
+    """A small game written into `folder`: red kills green where nobody sees it, pink
+    reports the body, red says it was in medbay doing tasks all along and the lines of
+    `then` (speaker, text) follow; the vote ejects pink (`reasons`: the voters' reasons,
+    by default red's "pink found the body") and the impostors (red and blue) win.
+    `game_id` defaults to the folder's name; `spec` and `models` are as `LogBuilder`
+    takes them.
 
     Returns:
         The folder.
     """
-    b = LogBuilder(("red", "blue"), game_id=folder.name, spec=spec, models=models)
+    b = LogBuilder(("red", "blue"), game_id=game_id or folder.name, spec=spec, models=models)
     b.move(red=(0, 0), green=(1, 0))
     b.end_step()
     b.begin()
@@ -710,8 +714,12 @@ def unseen_kill_game(
     b.report("pink", "green", room="admin")
     b.end_step()
     b.say("red", "I was in medbay doing tasks all along.")
-    b.say(*second)
-    b.votes({"red": "pink", "pink": "red", "blue": "pink"}, {"red": "pink found the body"})
+    for speaker, text in then:
+        b.say(speaker, text)
+    b.votes(
+        {"red": "pink", "pink": "red", "blue": "pink"},
+        reasons if reasons is not None else {"red": "pink found the body"},
+    )
     b.finish("impostors")
     return b.write(folder)
 

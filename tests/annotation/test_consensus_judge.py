@@ -21,7 +21,7 @@ from testkit.logs import unseen_kill_game
 
 def _game(folder: Path) -> Path:
     """Red kills green unseen, pink reports, red lies about where it was."""
-    return unseen_kill_game(folder, second=("blue", "Nothing to report from me."))
+    return unseen_kill_game(folder, then=[("blue", "Nothing to report from me.")])
 
 
 def _script(

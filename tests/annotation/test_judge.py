@@ -16,7 +16,7 @@ from annotation.gamelog import load_game
 from annotation.llm import JudgeModel, make_judge
 from harness_aria.backends import ModelRequest, ModelResponse
 from harness_aria.backends.settings import BackendSettings
-from testkit.logs import LogBuilder
+from testkit.logs import LogBuilder, unseen_kill_game
 from testkit.mock_api import MockAPIServer, MockError, MockText, RecordedRequest
 
 FAST = BackendSettings(backoff_base_s=0.0, backoff_max_s=0.0, jitter=False, timeout_s=10)
@@ -31,25 +31,15 @@ def key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _game(folder: Path) -> Path:
-    b = LogBuilder(("red", "blue"), game_id="judged")
-    b.move(red=(0, 0), green=(1, 0))
-    b.end_step()
-    b.begin()
-    b.decide("red", [{"op": "kill", "target": "green"}], "killing green while nobody watches")
-    b.kill("red", "green", room="admin")
-    b.end_step(sees={"pink": []})
-    b.begin()
-    b.report("pink", "green", room="admin")
-    b.end_step()
-    b.say("red", "I was in medbay doing tasks all along.")
-    b.say("pink", "I found green in admin.")
-    b.say("red", "Honestly blue was acting strange near admin.")
-    b.votes(
-        {"red": "pink", "pink": "red", "blue": "pink"},
-        {"red": "pink found the body", "blue": "pink is too quick to accuse"},
+    return unseen_kill_game(
+        folder,
+        then=[
+            ("pink", "I found green in admin."),
+            ("red", "Honestly blue was acting strange near admin."),
+        ],
+        reasons={"red": "pink found the body", "blue": "pink is too quick to accuse"},
+        game_id="judged",
     )
-    b.finish("impostors")
-    return b.write(folder)
 
 
 NONVERBAL_REPLY = {
