@@ -58,6 +58,17 @@ STUDY_DONE = "played.json"
 what the store saw while playing it (`mock_api_requests`)."""
 ROOT = Path(__file__).resolve().parent.parent
 
+FAKE_SMOKE: dict[str, Any] = {
+    "name": "fake-smoke",
+    "world": "fake",
+    "seeds": [1, 2],
+    "base": {"frames": "off", "rules": {"max_steps": 30}},
+    "sweep": {"axes": {"rules.kill_cooldown_ticks": [100, 160]}},
+}
+"""A small fake-world sweep (2 kill cooldowns x 2 seeds, 30 steps): the study the
+tournament runner's tests kill and resume, and the local run the Ray test compares
+with."""
+
 MOCK_ROUND_ROBIN: dict[str, Any] = {
     "name": "mock-round-robin",
     "world": "fake",

@@ -23,16 +23,11 @@ from controller.cli import main
 from controller.config import resolve_config
 from controller.tournament.capacity import Capacity
 from controller.tournament.manifest import read_manifest
+from testkit.games import FAKE_SMOKE
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SPEC = {
-    "name": "fake-smoke",
-    "world": "fake",
-    "seeds": [1, 2],
-    "base": {"frames": "off", "rules": {"max_steps": 30}},
-    "sweep": {"axes": {"rules.kill_cooldown_ticks": [100, 160]}},
-}
+SPEC = FAKE_SMOKE
 
 
 def _alive(pid: int, ctime: float) -> bool:

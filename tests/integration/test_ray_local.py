@@ -2,13 +2,12 @@
 
 It starts a Ray instance (a raylet, a GCS and worker processes: some 18 s of the fast
 lane, most of it Ray's start-up), so it runs in the integration lane; the fake-world
-study beside it is played with `mineamongus tournament` on local processes.
+study beside it is played with `mineamongus tournament` on local processes
+(`testkit.games.GameStore.study`).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,38 +16,20 @@ import yaml
 from controller.checks import rule_events
 from controller.events import read_events
 from controller.tournament.manifest import read_manifest
+from testkit.games import FAKE_SMOKE, GameStore
 
 ray = pytest.importorskip("ray")
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-
-SPEC = {
-    "name": "fake-smoke",
-    "world": "fake",
-    "seeds": [1, 2],
-    "base": {"frames": "off", "rules": {"max_steps": 30}},
-    "sweep": {"axes": {"rules.kill_cooldown_ticks": [100, 160]}},
-}
+SPEC = FAKE_SMOKE
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fake-world study played on local game processes."""
-    base = tmp_path_factory.mktemp("local-study")
-    spec = base / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    out = base / "study"
-    done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "tournament", str(spec)]
-        + ["--out", str(out), "--workers", "2", "--plain"],
-        cwd=ROOT,
-        capture_output=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    return out
+def study(fake_games: GameStore) -> Path:
+    """The fake-world study played on local game processes (the run's store plays it
+    with `mineamongus tournament --workers 2`)."""
+    return fake_games.study(SPEC)
 
 
 def test_ray_tasks_play_the_same_games_as_local_runs(study: Path, tmp_path: Path) -> None:
