@@ -34,6 +34,7 @@ prompt prefix is reported as cached the way each API does (see `PromptCache`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import itertools
@@ -46,6 +47,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
+
+from harness_aria.backends.base import Backend, ModelRequest, ModelResponse
+from harness_aria.backends.sdk import SDKBackend
 
 logger = logging.getLogger(__name__)
 
@@ -668,3 +672,17 @@ def _anthropic_body(
             "cache_creation_input_tokens": reply.cache_creation_tokens,
         },
     }
+
+
+def complete_once(backend: Backend, request: ModelRequest) -> ModelResponse:
+    """One call in its own event loop; an SDK backend's client (OpenAI, Anthropic,
+    Ollama) is closed before the loop ends, as the loop it was made on goes with it."""
+
+    async def call() -> ModelResponse:
+        try:
+            return await backend.complete(request)
+        finally:
+            if isinstance(backend, SDKBackend):
+                await backend.aclose()
+
+    return asyncio.run(call())

@@ -52,6 +52,7 @@ from testkit.mock_api import (
     RecordedRequest,
     Reply,
     always,
+    complete_once,
     delayed,
     fail_then,
     nonsense,
@@ -67,20 +68,8 @@ JPEG_B64 = base64.b64encode(JPEG).decode()
 SDK_ADDRESSES = ("openai:gpt-4.1-mini", "anthropic:claude-haiku-4-5")
 
 
-def run(backend: Backend, request: ModelRequest) -> ModelResponse:
-    """One call in its own event loop, closing the SDK client before the loop ends."""
-    # Imported here, not at collection: the Anthropic SDK takes over a second to import,
-    # which a test worker that runs none of these tests need not pay.
-    from harness_aria.backends.anthropic_backend import AnthropicBackend
-
-    async def call() -> ModelResponse:
-        try:
-            return await backend.complete(request)
-        finally:
-            if isinstance(backend, OpenAIBackend | AnthropicBackend):
-                await backend.aclose()
-
-    return asyncio.run(call())
+run = complete_once
+"""One call in its own event loop, the SDK client closed before the loop ends."""
 
 
 def fails(backend: Backend, request: ModelRequest) -> BackendError:

@@ -6,7 +6,6 @@ object, non-streamed), records every body it got, and can answer with an error f
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import threading
@@ -16,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from harness_aria.backends.base import BackendError, Message, ModelRequest, ModelResponse
+from harness_aria.backends.base import BackendError, Message, ModelRequest
 from harness_aria.backends.ollama_backend import OllamaBackend
 from harness_aria.backends.registry import BACKENDS, check_credentials, make_backend
 from harness_aria.backends.settings import BackendSettings
+from testkit.mock_api import complete_once
 
 
 class OllamaServer:
@@ -97,16 +97,6 @@ FAST = BackendSettings(timeout_s=2.0, max_retries=2, backoff_base_s=0.001, backo
 JPEG = b"\xff\xd8\xff\xe0fake\xff\xd9"
 
 
-def run(backend: OllamaBackend, request: ModelRequest) -> ModelResponse:
-    async def call() -> ModelResponse:
-        try:
-            return await backend.complete(request)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(call())
-
-
 def test_it_is_one_registration_loaded_only_when_built(ollama: OllamaServer) -> None:
     assert "ollama-chat" in BACKENDS
     check_credentials("ollama-chat:llama3.2:3b")  # a local server needs no key
@@ -128,7 +118,7 @@ def test_a_call_speaks_the_native_api(ollama: OllamaServer) -> None:
         temperature=0.3,
         purpose="planner",
     )
-    response = run(backend, request)
+    response = complete_once(backend, request)
     body = ollama.bodies[0]
     assert body["model"] == "llava:7b" and body["stream"] is False
     assert body["format"] == "json"
@@ -150,7 +140,7 @@ def test_text_only_json_off_and_a_hosted_key(
     settings = FAST.model_copy(update={"json_mode": False})
     backend = make_backend("ollama-chat:m", base_url=ollama.url, text_only=True, settings=settings)
     assert isinstance(backend, OllamaBackend)
-    run(backend, ModelRequest(messages=[Message(role="user", text="hi", images=[JPEG])]))
+    complete_once(backend, ModelRequest(messages=[Message(role="user", text="hi", images=[JPEG])]))
     body = ollama.bodies[0]
     assert "format" not in body and "images" not in body["messages"][0]
     assert ollama.headers[0]["authorization"] == "Bearer LEAKCHECK-ollama"
@@ -161,12 +151,12 @@ def test_errors_are_classified_and_server_faults_retried() -> None:
     with OllamaServer(errors=(503,)) as server:
         backend = make_backend("ollama-chat:m", base_url=server.url, settings=FAST.model_copy())
         assert isinstance(backend, OllamaBackend)
-        assert run(backend, request).attempts == 2
+        assert complete_once(backend, request).attempts == 2
     with OllamaServer(errors=(404,)) as server:
         backend = make_backend("ollama-chat:nope", base_url=server.url, settings=FAST.model_copy())
         assert isinstance(backend, OllamaBackend)
         with pytest.raises(BackendError) as caught:
-            run(backend, request)
+            complete_once(backend, request)
         assert caught.value.error_class == "not_found" and caught.value.attempts == 1
         assert "'nope' not found" in str(caught.value)
         assert caught.value.url.endswith("/api/chat")
@@ -178,5 +168,5 @@ def test_a_closed_port_is_a_connection_failure() -> None:
     backend = make_backend("ollama-chat:m", base_url=url, settings=FAST.model_copy())
     assert isinstance(backend, OllamaBackend)
     with pytest.raises(BackendError) as caught:
-        run(backend, ModelRequest(messages=[Message(role="user", text="hi")]))
+        complete_once(backend, ModelRequest(messages=[Message(role="user", text="hi")]))
     assert caught.value.error_class == "connection"

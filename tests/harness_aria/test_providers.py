@@ -3,7 +3,6 @@ is a backend address `NAME:MODEL`, through the real OpenAI SDK to a local mock s
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from harness_aria.backends.openai_backend import OpenAICompatibleBackend
 from harness_aria.backends.providers import USER_FILE_ENV, ProviderError, load_providers
 from harness_aria.backends.registry import check_credentials, make_backend, parse_address
 from harness_aria.backends.settings import BackendSettings
-from testkit.mock_api import MockAPIServer
+from testkit.mock_api import MockAPIServer, complete_once
 
 StartServer = Callable[..., MockAPIServer]
 
@@ -23,14 +22,7 @@ def _ask(backend: OpenAICompatibleBackend) -> ModelResponse:
     request = ModelRequest(
         messages=[Message(role="user", text="Where are you?")], cache_key="mineamongus-red"
     )
-
-    async def call() -> ModelResponse:
-        try:
-            return await backend.complete(request)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(call())
+    return complete_once(backend, request)
 
 
 def _user_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
