@@ -27,8 +27,6 @@ from testkit.games import FAKE_SMOKE
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SPEC = FAKE_SMOKE
-
 
 def _alive(pid: int, ctime: float) -> bool:
     try:
@@ -42,7 +40,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fake-world study whose runner was SIGKILLed with games running, then resumed."""
     base = tmp_path_factory.mktemp("fake-study")
     spec = base / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
+    spec.write_text(yaml.safe_dump(FAKE_SMOKE))
     out = base / "study"
     cmd = [sys.executable, "-m", "controller.cli", "tournament"]
     first = subprocess.Popen(
@@ -137,7 +135,7 @@ def test_too_many_workers_are_warned_about(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = tmp_path / "one.yaml"
-    spec.write_text(yaml.safe_dump({**SPEC, "seeds": [5], "sweep": None, "control": True}))
+    spec.write_text(yaml.safe_dump({**FAKE_SMOKE, "seeds": [5], "sweep": None, "control": True}))
     small = Capacity(
         cores=1,
         available_gb=2.0,
@@ -156,7 +154,7 @@ def test_too_many_workers_are_warned_about(
 def test_a_study_ends_with_its_results_table_and_writes_its_tables(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    one = {**SPEC, "seeds": [5], "sweep": None, "control": True}
+    one = {**FAKE_SMOKE, "seeds": [5], "sweep": None, "control": True}
     spec = tmp_path / "one.yaml"
     spec.write_text(yaml.safe_dump(one))
     out = tmp_path / "s"
@@ -182,7 +180,7 @@ def test_max_cost_warns_when_a_model_has_no_price(
     spec.write_text(
         yaml.safe_dump(
             {
-                **SPEC,
+                **FAKE_SMOKE,
                 "sweep": None,
                 "arms": [{"name": "x", "overrides": {"impostor": {"backend": "openai:no-such"}}}],
             }
@@ -218,7 +216,7 @@ def test_a_side_at_a_dead_model_server_pauses_the_study(
     spec.write_text(
         yaml.safe_dump(
             {
-                **SPEC,
+                **FAKE_SMOKE,
                 "seeds": [1, 2],
                 "sweep": None,
                 "arms": [{"name": "dead", "overrides": {"impostor": impostor}}],

@@ -22,14 +22,12 @@ ray = pytest.importorskip("ray")
 
 pytestmark = pytest.mark.integration
 
-SPEC = FAKE_SMOKE
-
 
 @pytest.fixture(scope="module")
 def study(fake_games: GameStore) -> Path:
     """The fake-world study played on local game processes (the run's store plays it
     with `mineamongus tournament --workers 2`)."""
-    return fake_games.study(SPEC)
+    return fake_games.study(FAKE_SMOKE)
 
 
 def test_ray_tasks_play_the_same_games_as_local_runs(study: Path, tmp_path: Path) -> None:
@@ -38,7 +36,7 @@ def test_ray_tasks_play_the_same_games_as_local_runs(study: Path, tmp_path: Path
     from controller.tournament.runner import Runner, RunOptions, open_study
 
     spec_path = tmp_path / "spec.yaml"
-    spec_path.write_text(yaml.safe_dump(SPEC))
+    spec_path.write_text(yaml.safe_dump(FAKE_SMOKE))
     out = tmp_path / "ray-study"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
